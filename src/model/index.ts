@@ -1,0 +1,2 @@
+export * from "./byte-tokenizer.js";
+export * from "./types.js";

@@ -1,0 +1,68 @@
+import { z } from "zod";
+
+export const CompletionRequest = z
+  .object({
+    /** Text prompt; exactly one of `prompt` and `promptIds` is given. */
+    prompt: z.string().optional(),
+    /** Token ids of the prompt, for token-exact multi-turn generation. */
+    promptIds: z.array(z.number().int().nonnegative()).optional(),
+    /** Stop strings; a matched stop string is kept at the end of the returned text and ids. */
+    stop: z.array(z.string()).default([]),
+    maxTokens: z.number().int().positive(),
+    temperature: z.number().min(0).default(1),
+    topP: z.number().gt(0).max(1).default(1),
+    n: z.number().int().positive().default(1),
+    logprobs: z.boolean().default(false),
+    seed: z.number().int().optional(),
+  })
+  .refine((r) => (r.prompt === undefined) !== (r.promptIds === undefined), {
+    message: "give exactly one of prompt and promptIds",
+  });
+export type CompletionRequest = z.input<typeof CompletionRequest>;
+
+export const FinishReason = z.enum(["stop", "length"]);
+export type CompletionFinishReason = z.infer<typeof FinishReason>;
+
+export const CompletionChoice = z.object({
+  text: z.string(),
+  tokenIds: z.array(z.number().int()),
+  /** Logprob of each generated token under the sampling distribution; present when asked for. */
+  logprobs: z.array(z.number()).optional(),
+  finishReason: FinishReason,
+  /** The stop string that ended generation, if one did. */
+  stopSequence: z.string().nullable().default(null),
+});
+export type CompletionChoice = z.infer<typeof CompletionChoice>;
+
+export const Usage = z.object({
+  promptTokens: z.number().int().nonnegative(),
+  completionTokens: z.number().int().nonnegative(),
+});
+export type Usage = z.infer<typeof Usage>;
+
+export const CompletionResult = z.object({
+  model: z.string(),
+  choices: z.array(CompletionChoice).min(1),
+  usage: Usage,
+});
+export type CompletionResult = z.infer<typeof CompletionResult>;
+
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+/**
+ * Anything that completes text: a vLLM/SGLang/OpenAI-compatible server, the embedded engine, or a
+ * scripted model in tests. The runtime cannot tell them apart.
+ */
+export interface ModelClient {
+  /** Model name as reported in records. */
+  readonly name: string;
+  /** Identifies the vocabulary of returned ids (see Trajectory.tokenizer). */
+  readonly tokenizer: string;
+  complete(request: CompletionRequest, options?: CallOptions): Promise<CompletionResult>;
+  tokenize(text: string, options?: CallOptions): Promise<number[]>;
+  detokenize(ids: readonly number[], options?: CallOptions): Promise<string>;
+  /** Releases connections or child processes; safe to call twice. */
+  close?(): Promise<void>;
+}

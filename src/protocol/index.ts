@@ -1,0 +1,3 @@
+export * from "./steps.js";
+export * from "./tags.js";
+export * from "./trajectory.js";

@@ -1,0 +1,79 @@
+import { z } from "zod";
+import { ProfileName } from "./tags.js";
+
+/**
+ * A run of tokens with one origin. Model segments carry the logprob of every token as sampled;
+ * tool segments (observations, injected by the runtime) never do and never get loss.
+ */
+export const Segment = z.discriminatedUnion("source", [
+  z.object({
+    source: z.literal("model"),
+    ids: z.array(z.number().int()),
+    logprobs: z.array(z.number()).optional(),
+  }),
+  z.object({ source: z.literal("tool"), ids: z.array(z.number().int()) }),
+]);
+export type Segment = z.infer<typeof Segment>;
+
+export const FinishReason = z.enum([
+  "answer",
+  "promoted_suggested_answer",
+  "fallback_suggested_answer",
+  "max_turns",
+  "max_tokens",
+  "max_time",
+  "format_errors",
+  "model_error",
+]);
+export type FinishReason = z.infer<typeof FinishReason>;
+
+export const TrajectoryStats = z.object({
+  turns: z.number().int().nonnegative(),
+  toolCalls: z.record(z.string(), z.number().int().nonnegative()),
+  duplicateCalls: z.number().int().nonnegative(),
+  formatErrors: z.number().int().nonnegative(),
+  promptTokens: z.number().int().nonnegative(),
+  modelTokens: z.number().int().nonnegative(),
+  toolTokens: z.number().int().nonnegative(),
+  /** Sum over model calls of the context each call read: what an API bills as input. */
+  contextTokens: z.number().int().nonnegative(),
+  modelCalls: z.number().int().nonnegative(),
+  wallMs: z.number().nonnegative(),
+  modelMs: z.number().nonnegative(),
+  toolMs: z.number().nonnegative(),
+});
+export type TrajectoryStats = z.infer<typeof TrajectoryStats>;
+
+/**
+ * The token-exact record of one episode (DESIGN.md, "Token-exact trajectories"). Text views are
+ * derived from ids with the tokenizer named by `tokenizer`; never the reverse.
+ */
+export const Trajectory = z.object({
+  id: z.string(),
+  taskId: z.string().optional(),
+  question: z.string(),
+  profile: ProfileName,
+  model: z.string(),
+  /** Identifies the vocabulary the ids belong to, e.g. "coa-byte-v1" or a HF model name. */
+  tokenizer: z.string(),
+  promptIds: z.array(z.number().int()),
+  segments: z.array(Segment),
+  answer: z.string().nullable(),
+  finishReason: FinishReason,
+  stats: TrajectoryStats,
+  reward: z.number().optional(),
+  /** Where the record came from: "run", "distill", "rollout", "eval". */
+  origin: z.string().optional(),
+  meta: z.record(z.string(), z.unknown()).default({}),
+});
+export type Trajectory = z.infer<typeof Trajectory>;
+
+/** All ids after the prompt, in order. */
+export function completionIds(t: Pick<Trajectory, "segments">): number[] {
+  return t.segments.flatMap((s) => s.ids);
+}
+
+/** 1 exactly on model-written tokens, 0 on tool tokens; aligned with `completionIds`. */
+export function lossMask(t: Pick<Trajectory, "segments">): number[] {
+  return t.segments.flatMap((s) => s.ids.map(() => (s.source === "model" ? 1 : 0)));
+}
