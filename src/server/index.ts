@@ -1,0 +1,3 @@
+export { escapeHtml } from "./html.js";
+export { findJsonlFiles, type LoadedRecords, loadRecords, type ViewRecord } from "./records.js";
+export { type RunningViewer, startViewer, type ViewerOptions, viewerApp } from "./viewer.js";

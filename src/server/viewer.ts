@@ -1,0 +1,57 @@
+import type { AddressInfo } from "node:net";
+import { serve } from "@hono/node-server";
+import { Hono } from "hono";
+import { renderIndexPage, renderRecordPage } from "./html.js";
+import { type LoadedRecords, loadRecords } from "./records.js";
+
+export interface ViewerOptions {
+  paths: string[];
+  /** Folder that file names are shown relative to. */
+  root?: string;
+  host?: string;
+  /** 0 picks a free port. */
+  port?: number;
+}
+
+export interface RunningViewer {
+  url: string;
+  records: number;
+  close(): Promise<void>;
+}
+
+/** Builds the viewer's routes over records loaded on each listing, so a running job's new lines show up. */
+export function viewerApp(opts: { paths: string[]; root: string }): Hono {
+  let cache: LoadedRecords | null = null;
+  const load = async (fresh: boolean) => {
+    if (fresh || !cache) cache = await loadRecords(opts.paths);
+    return cache;
+  };
+  return new Hono()
+    .get("/", async (c) =>
+      c.html(renderIndexPage(await load(true), { root: opts.root, query: c.req.query("q") ?? "" })),
+    )
+    .get("/r/:index", async (c) => {
+      const index = Number(c.req.param("index"));
+      const rec = (await load(false)).records[index];
+      if (!rec) return c.html(`<p>No record ${index}. <a href="/">Back to the list</a></p>`, 404);
+      return c.html(renderRecordPage(rec, index, opts.root));
+    });
+}
+
+export async function startViewer(opts: ViewerOptions): Promise<RunningViewer> {
+  const root = opts.root ?? process.cwd();
+  const loaded = await loadRecords(opts.paths);
+  if (loaded.files.length === 0) throw new Error(`no .jsonl files found under ${opts.paths.join(", ")}`);
+  const app = viewerApp({ paths: opts.paths, root });
+  const host = opts.host ?? "127.0.0.1";
+  const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
+    const s = serve({ fetch: app.fetch, hostname: host, port: opts.port ?? 0 }, () => resolve(s));
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${host}:${port}/`,
+    records: loaded.records.length,
+    close: () =>
+      new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve()))),
+  };
+}
