@@ -1,0 +1,13 @@
+export { masTraceCost, trajectoryCost } from "./costs.js";
+export {
+  type CostSummary,
+  costSummary,
+  type EpisodeCost,
+  passAtK,
+  reduction,
+  type ScoredSample,
+  type SuccessMetrics,
+  successMetrics,
+  type TaskSamples,
+} from "./metrics.js";
+export { type EvalOptions, type EvalSummary, evaluate, SampleVerdict } from "./run.js";

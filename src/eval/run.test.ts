@@ -1,0 +1,98 @@
+import { mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { ScriptedModel } from "../model/index.js";
+import { PROMPT_END } from "../protocol/index.js";
+import type { Task } from "../tasks/index.js";
+import type { Observation, Tool } from "../tools/index.js";
+import { evaluate } from "./run.js";
+
+const tasks: Task[] = [
+  {
+    id: "a",
+    question: "What is the capital of Orla?",
+    answers: ["Denmoor"],
+    kind: "multihop",
+    source: "test",
+    meta: {},
+  },
+  {
+    id: "b",
+    question: "Who founded Corvel?",
+    answers: ["Lio Tamsin"],
+    kind: "multihop",
+    source: "test",
+    meta: {},
+  },
+];
+
+/** A search tool over two fixed facts, so the scripted model's calls get real observations. */
+const search: Tool<string> = {
+  tag: "wiki_search",
+  description: "fixed facts",
+  argsSchema: z.string(),
+  parseArgs: (raw) => raw.trim(),
+  run: async (query): Promise<Observation> => ({
+    text: query.includes("Orla")
+      ? "1. Orla\n   Its capital is Denmoor."
+      : "1. Corvel\n   Founded by Lio Tamsin.",
+    ok: true,
+    truncated: false,
+    elapsedMs: 0,
+  }),
+};
+
+/** Answers Orla right and Corvel wrong (it trusts the wrong name). */
+function scripted() {
+  return new ScriptedModel(({ prompt }) => {
+    const orla = prompt.includes("Orla");
+    const sofar = prompt.slice(prompt.indexOf(PROMPT_END));
+    if (!sofar.includes("<observation>"))
+      return `<plan>Look it up.</plan>\n<wiki_search>${orla ? "Orla capital" : "Corvel founder"}</wiki_search>`;
+    const answer = orla ? "Denmoor" : "Ada Brand";
+    return `<suggested_answer>${answer}</suggested_answer>\n<double_check>Matches the source. Score: ${orla ? 5 : 3}</double_check>\n<answer>${answer}</answer>`;
+  });
+}
+
+describe("evaluate", () => {
+  it("runs k samples per task through the runtime, scores them and accounts their cost", async () => {
+    const outDir = await mkdtemp(path.join(tmpdir(), "coa-eval-"));
+    const summary = await evaluate({
+      model: scripted(),
+      tools: new Map([["wiki_search", search]]),
+      tasks,
+      profile: "all",
+      k: 2,
+      outDir,
+    });
+    expect(summary.success).toMatchObject({ tasks: 2, k: 2, pass1: 0.5, avgK: 0.5, passK: 0.5 });
+    expect(summary.cost.episodes).toBe(4);
+    expect(summary.cost.toolCallsPerTask).toBe(1);
+    expect(summary.cost.billedTokensPerTask).toBeGreaterThan(summary.cost.generatedTokensPerTask);
+    expect(summary.cost.billedTokensPerSolvedTask).toBeCloseTo(summary.cost.billedTokensPerTask * 2);
+    expect(summary.finishReasons).toEqual({ answer: 4 });
+
+    const lines = (await readFile(path.join(outDir, "trajectories.jsonl"), "utf8")).trim().split("\n");
+    expect(lines).toHaveLength(4);
+    const first = JSON.parse(lines[0]!);
+    expect(first.origin).toBe("eval");
+    expect(first.meta.eval).toMatchObject({ scorer: expect.any(String), error: null });
+  });
+
+  it("resumes: samples already on disk are not run again, and a torn last line is repaired", async () => {
+    const outDir = await mkdtemp(path.join(tmpdir(), "coa-eval-"));
+    const opts = { tools: new Map([["wiki_search", search]]), tasks, profile: "all", k: 1, outDir } as const;
+    await evaluate({ ...opts, model: scripted() });
+    const file = path.join(outDir, "trajectories.jsonl");
+    const [firstLine] = (await readFile(file, "utf8")).split("\n");
+    await writeFile(file, `${firstLine}\n{"torn":`);
+
+    const model = scripted();
+    const summary = await evaluate({ ...opts, model });
+    expect(model.calls).toBe(2); // one task re-run: two model turns
+    expect(summary.cost.episodes).toBe(2);
+    expect((await readFile(file, "utf8")).trim().split("\n")).toHaveLength(2);
+  });
+});

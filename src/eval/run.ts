@@ -1,0 +1,164 @@
+import path from "node:path";
+import pLimit from "p-limit";
+import { z } from "zod";
+import type { ModelClient } from "../model/index.js";
+import { completionIds, type ProfileName, parseCoa, type ToolTag, Trajectory } from "../protocol/index.js";
+import { type ScoreContext, scoreTask } from "../rewards/index.js";
+import { type Budget, runAgent, type Sampling } from "../runtime/index.js";
+import type { Task } from "../tasks/index.js";
+import type { Tool } from "../tools/index.js";
+import { appendJsonl, readJsonlTolerant, repairJsonlTail } from "../util/index.js";
+import { trajectoryCost } from "./costs.js";
+import {
+  type CostSummary,
+  costSummary,
+  type SuccessMetrics,
+  successMetrics,
+  type TaskSamples,
+} from "./metrics.js";
+
+/** What eval records about one sample, kept in Trajectory.meta.eval. */
+export const SampleVerdict = z.object({
+  sample: z.number().int().nonnegative(),
+  correct: z.boolean(),
+  error: z.string().nullable(),
+  scorer: z.string(),
+  selfScore: z.number().nullable(),
+  answers: z.array(z.string()),
+});
+export type SampleVerdict = z.infer<typeof SampleVerdict>;
+
+const EvalTrajectory = Trajectory.extend({
+  meta: Trajectory.shape.meta.pipe(z.object({ eval: SampleVerdict }).passthrough()),
+});
+type EvalTrajectory = z.infer<typeof EvalTrajectory>;
+
+export interface EvalOptions {
+  model: ModelClient;
+  // biome-ignore lint/suspicious/noExplicitAny: each tool has its own argument type
+  tools: ReadonlyMap<ToolTag, Tool<any>>;
+  tasks: readonly Task[];
+  profile: ProfileName;
+  /** Samples per task. */
+  k: number;
+  /** Folder for trajectories.jsonl and summary.json; an interrupted run resumes from it. */
+  outDir: string;
+  concurrency?: number;
+  sampling?: Partial<Sampling>;
+  budget?: Partial<Budget>;
+  /** Base of the per-sample seeds: sample j of task i always gets the same seed. */
+  seed?: number;
+  score?: ScoreContext;
+  onProgress?: (p: { done: number; total: number; correct: number }) => void;
+}
+
+export interface EvalSummary {
+  model: string;
+  profile: ProfileName;
+  success: SuccessMetrics;
+  cost: CostSummary;
+  formatErrorRate: number;
+  finishReasons: Record<string, number>;
+}
+
+/** The model's last double-check score in its own words, for best-of-k selection. */
+function lastSelfScore(text: string): number | null {
+  const checks = parseCoa(text).steps.filter((s) => s.type === "double_check");
+  const last = checks.at(-1);
+  return last && last.type === "double_check" ? last.score : null;
+}
+
+const sampleKey = (taskId: string, sample: number) => `${taskId}#${sample}`;
+
+/** Deterministic 31-bit seed per (task, sample), so reruns and resumes sample the same way. */
+function sampleSeed(base: number, taskId: string, sample: number): number {
+  let h = (base ^ 0x9e3779b9) >>> 0;
+  for (const ch of `${taskId}#${sample}`) h = Math.imul(h ^ ch.charCodeAt(0), 0x01000193) >>> 0;
+  return h & 0x7fffffff;
+}
+
+/**
+ * Runs every task k times through the real runtime, scores each answer, and appends each sample to
+ * `<outDir>/trajectories.jsonl` as it finishes. Samples already there are not run again.
+ */
+export async function evaluate(opts: EvalOptions): Promise<EvalSummary> {
+  const file = path.join(opts.outDir, "trajectories.jsonl");
+  await repairJsonlTail(file);
+  const previous = await readJsonlTolerant(file, EvalTrajectory);
+  const done = new Map(previous.records.map((t) => [sampleKey(t.taskId ?? "", t.meta.eval.sample), t]));
+
+  const jobs = opts.tasks.flatMap((task) =>
+    Array.from({ length: opts.k }, (_, sample) => ({ task, sample })),
+  );
+  const limit = pLimit(opts.concurrency ?? 4);
+  let finished = jobs.filter((j) => done.has(sampleKey(j.task.id, j.sample))).length;
+  let correct = [...done.values()].filter((t) => t.meta.eval.correct).length;
+  opts.onProgress?.({ done: finished, total: jobs.length, correct });
+
+  await Promise.all(
+    jobs
+      .filter((j) => !done.has(sampleKey(j.task.id, j.sample)))
+      .map(({ task, sample }) =>
+        limit(async () => {
+          const trajectory = await runAgent({
+            model: opts.model,
+            tools: opts.tools,
+            profile: opts.profile,
+            question: task.question,
+            taskId: task.id,
+            budget: opts.budget,
+            sampling: { ...opts.sampling, seed: sampleSeed(opts.seed ?? 0, task.id, sample) },
+            origin: "eval",
+          });
+          const score = await scoreTask(task, trajectory.answer, opts.score);
+          const text = await opts.model.detokenize(completionIds(trajectory));
+          const verdict: SampleVerdict = {
+            sample,
+            correct: score.correct,
+            error: score.error,
+            scorer: score.scorer,
+            selfScore: lastSelfScore(text),
+            answers: task.answers,
+          };
+          const record: EvalTrajectory = {
+            ...trajectory,
+            reward: score.score,
+            meta: { ...trajectory.meta, answers: task.answers, eval: verdict },
+          };
+          await appendJsonl(file, record);
+          done.set(sampleKey(task.id, sample), record);
+          finished++;
+          if (verdict.correct) correct++;
+          opts.onProgress?.({ done: finished, total: jobs.length, correct });
+        }),
+      ),
+  );
+
+  const records = jobs.map((j) => done.get(sampleKey(j.task.id, j.sample))!);
+  return summarizeEval(records, opts);
+}
+
+function summarizeEval(records: EvalTrajectory[], opts: EvalOptions): EvalSummary {
+  const byTask = new Map<string, TaskSamples>();
+  for (const t of records) {
+    const id = t.taskId ?? "";
+    const entry = byTask.get(id) ?? { taskId: id, samples: [] };
+    entry.samples.push({
+      correct: t.meta.eval.correct,
+      error: t.meta.eval.error,
+      selfScore: t.meta.eval.selfScore,
+    });
+    byTask.set(id, entry);
+  }
+  const finishReasons: Record<string, number> = {};
+  for (const t of records) finishReasons[t.finishReason] = (finishReasons[t.finishReason] ?? 0) + 1;
+  const withFormatErrors = records.filter((t) => t.stats.formatErrors > 0).length;
+  return {
+    model: opts.model.name,
+    profile: opts.profile,
+    success: successMetrics([...byTask.values()]),
+    cost: costSummary(records.map((t) => trajectoryCost(t, t.meta.eval.correct))),
+    formatErrorRate: records.length ? withFormatErrors / records.length : 0,
+    finishReasons,
+  };
+}

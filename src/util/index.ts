@@ -1,0 +1,1 @@
+export { appendJsonl, readJsonlTolerant, repairJsonlTail } from "./jsonl.js";
