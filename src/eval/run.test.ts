@@ -61,7 +61,7 @@ describe("evaluate", () => {
     const outDir = await mkdtemp(path.join(tmpdir(), "coa-eval-"));
     const summary = await evaluate({
       model: scripted(),
-      tools: new Map([["wiki_search", search]]),
+      tools: new Map([["wiki_search" as const, search]]),
       tasks,
       profile: "all",
       k: 2,
@@ -83,7 +83,13 @@ describe("evaluate", () => {
 
   it("resumes: samples already on disk are not run again, and a torn last line is repaired", async () => {
     const outDir = await mkdtemp(path.join(tmpdir(), "coa-eval-"));
-    const opts = { tools: new Map([["wiki_search", search]]), tasks, profile: "all", k: 1, outDir } as const;
+    const opts = {
+      tools: new Map([["wiki_search" as const, search]]),
+      tasks,
+      profile: "all" as const,
+      k: 1,
+      outDir,
+    };
     await evaluate({ ...opts, model: scripted() });
     const file = path.join(outDir, "trajectories.jsonl");
     const [firstLine] = (await readFile(file, "utf8")).split("\n");
