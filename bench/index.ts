@@ -1,10 +1,27 @@
 // `npm run bench`: every benchmark prints what it measured on this machine. `npm run bench -- NAME`
 // runs the named ones only.
 import os from "node:os";
+import * as distill from "./distill.js";
+import * as engine from "./engine.js";
+import * as protocol from "./protocol.js";
+import * as rewards from "./rewards.js";
+import * as runtime from "./runtime.js";
+import * as teacher from "./teacher.js";
+import * as tools from "./tools.js";
+import * as train from "./train.js";
 
 type Bench = { name: string; run: () => Promise<void> };
 
-const benches: Bench[] = [];
+const benches: Bench[] = [
+  { name: "distill", run: distill.run },
+  { name: "engine", run: engine.run },
+  { name: "protocol", run: protocol.run },
+  { name: "rewards", run: rewards.run },
+  { name: "runtime", run: runtime.run },
+  { name: "teacher", run: teacher.run },
+  { name: "tools", run: tools.run },
+  { name: "train", run: train.run },
+];
 
 const only = process.argv.slice(2);
 console.log(`# coa bench — ${os.cpus()[0]?.model ?? "cpu"} × ${os.cpus().length}, node ${process.version}`);

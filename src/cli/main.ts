@@ -3,7 +3,9 @@ import { commands } from "./commands/index.js";
 
 const program = new Command()
   .name("coa")
-  .description("Chain-of-Agents: distill a multi-agent system into one agent model, train it, run it, measure it.")
+  .description(
+    "Chain-of-Agents: distill a multi-agent system into one agent model, train it, run it, measure it.",
+  )
   .showHelpAfterError()
   .showSuggestionAfterError();
 

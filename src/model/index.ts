@@ -1,2 +1,12 @@
 export * from "./byte-tokenizer.js";
+export * from "./engine.js";
+export * from "./engine-api.js";
+export * from "./engine-checkpoint.js";
+export { findPython, TORCH_INSTALL_HINT } from "./engine-python.js";
+export * from "./errors.js";
+export * from "./fixture-server.js";
+export * from "./json-http.js";
+export * from "./open.js";
+export * from "./openai-client.js";
+export * from "./scripted.js";
 export * from "./types.js";

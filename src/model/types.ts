@@ -31,6 +31,11 @@ export const CompletionChoice = z.object({
   finishReason: FinishReason,
   /** The stop string that ended generation, if one did. */
   stopSequence: z.string().nullable().default(null),
+  /**
+   * False when the server returned no ids and `tokenIds` were re-tokenized from the text, so they may
+   * differ from what was sampled. Absent means exact.
+   */
+  exactIds: z.boolean().optional(),
 });
 export type CompletionChoice = z.infer<typeof CompletionChoice>;
 

@@ -44,6 +44,24 @@ export const TrajectoryStats = z.object({
 });
 export type TrajectoryStats = z.infer<typeof TrajectoryStats>;
 
+/** All counters at zero: where an episode's stats start. */
+export function emptyTrajectoryStats(): TrajectoryStats {
+  return {
+    turns: 0,
+    toolCalls: {},
+    duplicateCalls: 0,
+    formatErrors: 0,
+    promptTokens: 0,
+    modelTokens: 0,
+    toolTokens: 0,
+    contextTokens: 0,
+    modelCalls: 0,
+    wallMs: 0,
+    modelMs: 0,
+    toolMs: 0,
+  };
+}
+
 /**
  * The token-exact record of one episode (DESIGN.md, "Token-exact trajectories"). Text views are
  * derived from ids with the tokenizer named by `tokenizer`; never the reverse.

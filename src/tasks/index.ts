@@ -1,1 +1,3 @@
+export * from "./loaders/index.js";
 export * from "./task.js";
+export * from "./world/index.js";

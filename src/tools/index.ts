@@ -1,1 +1,26 @@
+export { type CodeArgs, createCodeTool } from "./code-tool.js";
+export { CorpusDoc, CorpusError } from "./corpus.js";
+export {
+  type BuildProgress,
+  CorpusIndex,
+  defaultIndexDir,
+  type IndexManifest,
+  type OpenIndexOptions,
+} from "./corpus-index.js";
+export { type CrawlArgs, createCrawlTool } from "./crawl-tool.js";
+export { truncateText } from "./guard.js";
+export {
+  type KilledBy,
+  type PythonRun,
+  probeSandbox,
+  type RunPythonRequest,
+  runPython,
+  SandboxLimits,
+  SandboxOptions,
+  SandboxUnavailableError,
+} from "./sandbox.js";
+export { formatHits, type SearchHit } from "./search-results.js";
+export { createSearchTool, type SearchArgs } from "./search-tool.js";
+export { createToolset, ToolsetConfig } from "./toolset.js";
 export * from "./types.js";
+export { type SearchBackend, searxngBackend, serperBackend } from "./web-search.js";

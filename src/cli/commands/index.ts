@@ -1,6 +1,27 @@
 import type { Command } from "commander";
+import { register as distill } from "./distill.js";
+import { register as engine } from "./engine.js";
+import { register as indexCorpus } from "./index-corpus.js";
+import { register as run } from "./run.js";
+import { register as tasks } from "./tasks.js";
+import { register as teach } from "./teach.js";
+import { register as train } from "./train.js";
+import { register as validate } from "./validate.js";
+import { register as view } from "./view.js";
+import { register as world } from "./world.js";
 
 /** Each subcommand module exports one `register` that adds itself to the program. */
 export type RegisterCommand = (program: Command) => void;
 
-export const commands: RegisterCommand[] = [];
+export const commands: RegisterCommand[] = [
+  validate,
+  view,
+  world,
+  tasks,
+  teach,
+  distill,
+  engine,
+  indexCorpus,
+  run,
+  train,
+];

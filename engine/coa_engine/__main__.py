@@ -1,0 +1,98 @@
+"""`python -m coa_engine`: serve one model on loopback HTTP.
+
+Once listening, prints one JSON line to stdout: {"event": "listening", "url": ..., "port": ...};
+everything else (the log) goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+
+import torch
+
+from .model import PRESETS
+from .server import EngineServer, log
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="coa_engine", description=__doc__)
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--preset", choices=sorted(PRESETS), help="a fresh model of this size (default tiny)")
+    src.add_argument("--checkpoint", help="a checkpoint folder to load")
+    src.add_argument("--hf-model", help="a Hugging Face causal LM (path or name); needs transformers")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    p.add_argument("--tags", help="JSON list of protocol tags (default: the bundled specials.json)")
+    p.add_argument("--dtype", default="auto", choices=["auto", "fp32", "bf16"])
+    p.add_argument("--threads", type=int, help="torch intra-op threads (default: the CPUs this process may use)")
+    p.add_argument("--seed", type=int, default=0, help="seed for a fresh model's weights")
+    p.add_argument("--max-seq-len", type=int, help="override a preset's context length")
+    p.add_argument("--max-batch", type=int, default=64, help="rows decoded together at most")
+    p.add_argument("--log-requests", action="store_true")
+    p.add_argument("--exit-with-stdin", action="store_true", help="exit when stdin closes (the parent died)")
+    return p.parse_args(argv)
+
+
+def build_worker(args: argparse.Namespace):
+    tags = json.loads(args.tags) if args.tags else None
+    if args.hf_model:
+        from .hf import HFWorker
+
+        return HFWorker(args.hf_model, dtype=args.dtype, max_rows=args.max_batch)
+    from .worker import Worker
+
+    return Worker(
+        preset=args.preset,
+        checkpoint_dir=args.checkpoint,
+        tags=tags,
+        dtype=args.dtype,
+        seed=args.seed,
+        max_seq_len=args.max_seq_len,
+        max_rows=args.max_batch,
+    )
+
+
+def watch_stdin() -> None:
+    def run():
+        try:
+            # The raw descriptor, not sys.stdin: a thread blocked inside a buffered reader holds its
+            # lock, which aborts the interpreter's shutdown.
+            while os.read(sys.stdin.fileno(), 65536):
+                pass
+            log("stdin closed; exiting")
+        finally:
+            # Also when the log cannot be written: a dead parent took our stderr's reader with it.
+            os._exit(0)
+
+    threading.Thread(target=run, name="stdin-watch", daemon=True).start()
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    torch.set_num_threads(args.threads or usable)
+    if args.exit_with_stdin:
+        watch_stdin()
+    worker = build_worker(args)
+    info = worker.info()
+    gflops = ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in info["matmul_gflops"].items())
+    log(
+        f"{info['model']}: {info['params'] / 1e6:.2f}M params, context {info['max_model_len']}, "
+        f"{info['device']} {info['dtype']}{f' (measured {gflops})' if gflops else ''}, {info['threads']} threads"
+    )
+    server = EngineServer(worker, args.host, args.port, args.log_requests)
+    host, port = server.server_address[:2]
+    print(json.dumps({"event": "listening", "url": f"http://{host}:{port}", "port": port}), flush=True)
+    log(f"listening on http://{host}:{port}")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        log("interrupted; exiting")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,226 @@
+"""The loopback HTTP API. Handlers run on their own threads; generation goes through the sampler's
+batch, and everything that changes or reads the weights as a whole (training, checkpoints,
+scoring) runs in the gate's exclusive section, between generation batches.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+import traceback
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+from . import api
+from .api import BadRequest
+from .worker import Worker
+
+MAX_BODY_BYTES = 512 * 1024 * 1024
+
+
+def completions(w: Worker, body: dict) -> dict:
+    prompt_ids, params, options = api.completion_request(body, w.tokenizer, w.max_seq_len)
+    for i, p in enumerate(prompt_ids):
+        if len(p) >= w.max_seq_len:
+            raise BadRequest(
+                f"prompt[{i}] has {len(p)} tokens; this model's maximum context length is {w.max_seq_len} tokens"
+            )
+    rows = w.sampler.generate(prompt_ids, params, options["n"])
+    return api.completion_response(w.model_name, prompt_ids, rows, options, w.tokenizer)
+
+
+def tokenize(w: Worker, body: dict) -> dict:
+    ids = w.tokenizer.encode(api.field(body, "prompt", str))
+    return {"tokens": ids, "count": len(ids), "max_model_len": w.max_seq_len}
+
+
+def detokenize(w: Worker, body: dict) -> dict:
+    return {"prompt": w.tokenizer.decode(api.token_ids(body.get("tokens"), "tokens", w.tokenizer.vocab_size))}
+
+
+def refused_as_bad_request(route):
+    """The trainer refuses some batches only once it sees them whole (e.g. nothing to learn)."""
+
+    def handle(w: Worker, body: dict) -> dict:
+        try:
+            return route(w, body)
+        except ValueError as err:
+            raise BadRequest(str(err)) from err
+
+    return handle
+
+
+@refused_as_bad_request
+def train_sft(w: Worker, body: dict) -> dict:
+    seqs = api.sequences(body, w.tokenizer.vocab_size, w.max_seq_len, policy=False)
+    with w.gate.exclusive():
+        return w.trainer.sft(seqs, **api.step_options(body))
+
+
+@refused_as_bad_request
+def eval_sft(w: Worker, body: dict) -> dict:
+    seqs = api.sequences(body, w.tokenizer.vocab_size, w.max_seq_len, policy=False)
+    with w.gate.exclusive():
+        return w.trainer.evaluate_sft(seqs, api.step_options(body)["micro_batch_tokens"])
+
+
+@refused_as_bad_request
+def train_policy(w: Worker, body: dict) -> dict:
+    seqs = api.sequences(body, w.tokenizer.vocab_size, w.max_seq_len, policy=True)
+    params = api.policy_params(body)
+    with w.gate.exclusive():
+        return w.trainer.policy(seqs, params, **api.step_options(body))
+
+
+@refused_as_bad_request
+def train_config(w: Worker, body: dict) -> dict:
+    changes = api.optimizer_changes(body)
+    with w.gate.exclusive():
+        return w.trainer.configure(**changes).to_json()
+
+
+def train_reference(w: Worker, body: dict) -> dict:
+    with w.gate.exclusive():
+        w.trainer.set_reference()
+        return {"step": w.trainer.step}
+
+
+def score(w: Worker, body: dict) -> dict:
+    """Logprob of each token given its prefix, aligned with the ids (null for the first)."""
+    seqs = body.get("sequences")
+    if not isinstance(seqs, list) or not seqs:
+        raise BadRequest("sequences must be a non-empty list of token id lists")
+    ids = [api.token_ids(s, f"sequences[{i}]", w.tokenizer.vocab_size) for i, s in enumerate(seqs)]
+    for i, s in enumerate(ids):
+        if not 2 <= len(s) <= w.max_seq_len:
+            raise BadRequest(f"sequences[{i}] has {len(s)} tokens; it needs 2 to {w.max_seq_len}")
+    temperature = api.field(body, "temperature", float, 1.0, lo=1e-3, hi=100)
+    with w.gate.exclusive():
+        return {"logprobs": [[None, *lp] for lp in w.trainer.score(ids, temperature)]}
+
+
+def checkpoint_save(w: Worker, body: dict) -> dict:
+    folder = api.field(body, "dir", str)
+    with w.gate.exclusive():
+        return w.save(folder)
+
+
+def checkpoint_load(w: Worker, body: dict) -> dict:
+    folder = api.field(body, "dir", str)
+    with w.gate.exclusive():
+        try:
+            return w.load(folder)
+        except (FileNotFoundError, ValueError) as err:
+            raise BadRequest(str(err)) from err
+
+
+def models(w: Worker, body: None) -> dict:
+    entry = {"id": w.model_name, "object": "model", "owned_by": "coa", "max_model_len": w.max_seq_len}
+    return {"object": "list", "data": [entry]}
+
+
+ROUTES = {
+    ("POST", "/v1/completions"): completions,
+    ("POST", "/tokenize"): tokenize,
+    ("POST", "/detokenize"): detokenize,
+    ("POST", "/train/sft"): train_sft,
+    ("POST", "/eval/sft"): eval_sft,
+    ("POST", "/train/policy"): train_policy,
+    ("POST", "/train/config"): train_config,
+    ("POST", "/train/reference"): train_reference,
+    ("POST", "/score"): score,
+    ("POST", "/checkpoint/save"): checkpoint_save,
+    ("POST", "/checkpoint/load"): checkpoint_load,
+    ("GET", "/v1/models"): models,
+    ("GET", "/info"): lambda w, _: w.info(),
+    ("GET", "/health"): lambda w, _: {"status": "ok"},
+}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "coa-engine"
+
+    def do_GET(self):
+        self._dispatch("GET")
+
+    def do_POST(self):
+        self._dispatch("POST")
+
+    def _dispatch(self, method: str):
+        started = time.perf_counter()
+        path = urlsplit(self.path).path.rstrip("/") or "/"
+        status, payload = 200, None
+        try:
+            # Read the body first, whatever happens next, so the connection stays in step.
+            body = self._read_body() if method == "POST" else None
+            route = ROUTES.get((method, path))
+            if route is None:
+                allowed = [m for (m, p) in ROUTES if p == path]
+                raise BadRequest(f"{method} {path}: no such endpoint", 405 if allowed else 404)
+            if body is not None and not isinstance(body, dict):
+                raise BadRequest("the request body must be a JSON object")
+            payload = route(self.server.worker, body)
+        except BadRequest as err:
+            status, payload = err.status, {"error": {"message": str(err), "type": "invalid_request_error"}}
+        except Exception as err:  # noqa: BLE001 - the server outlives any one request
+            traceback.print_exc(file=sys.stderr)
+            status = 500
+            payload = {"error": {"message": f"{type(err).__name__}: {err}", "type": "internal_error"}}
+        self._send(status, payload)
+        if self.server.log_requests or status >= 500:
+            log(f"{method} {path} {status} {time.perf_counter() - started:.3f}s")
+
+    def _read_body(self):
+        if "chunked" in self.headers.get("Transfer-Encoding", ""):
+            self.close_connection = True
+            raise BadRequest("chunked request bodies are not supported; send Content-Length", 411)
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY_BYTES:
+            self.close_connection = True
+            raise BadRequest(f"request body of {length} bytes is over the {MAX_BODY_BYTES} limit", 413)
+        raw = self.rfile.read(length)
+        try:
+            return json.loads(raw or b"{}")
+        except ValueError as err:
+            raise BadRequest(f"the request body is not valid JSON: {err}") from err
+
+    def _send(self, status: int, payload) -> None:
+        try:
+            data = json.dumps(payload, allow_nan=False).encode()
+        except ValueError:
+            data = json.dumps(finite(payload), allow_nan=False).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format, *args):  # noqa: A002 - the base class's signature
+        pass
+
+
+class EngineServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, worker: Worker, host: str, port: int, log_requests: bool = False):
+        super().__init__((host, port), Handler)
+        self.worker, self.log_requests = worker, log_requests
+
+
+def finite(value):
+    """JSON has no NaN or infinity; a diverged loss goes out as null rather than breaking the reply."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+

@@ -1,0 +1,258 @@
+"""Training steps: supervised fine-tuning and a clipped policy-gradient update, each one AdamW step
+over a batch split into micro-batches (gradients accumulate, so the result does not depend on the
+split). Position t of a sequence is trained when loss_mask[t] = 1: the model predicts ids[t] from
+ids[:t]. Logprobs are taken under log_softmax(logits / temperature), exactly as sampling reports them.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from dataclasses import asdict, dataclass, fields
+
+import torch
+from torch.nn import functional as F
+
+from .precision import autocast
+from .tokenizer import PAD_ID
+
+# Longer micro-batches recompute block activations in the backward pass to bound memory.
+RECOMPUTE_FROM_TOKENS = 1024
+
+
+@dataclass
+class OptimizerConfig:
+    lr: float = 3e-4
+    beta1: float = 0.9
+    beta2: float = 0.95
+    eps: float = 1e-8
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0
+    # Upper bound on rows x padded length per forward pass.
+    micro_batch_tokens: int = 8192
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Sequence:
+    ids: list[int]
+    mask: list[int]
+    # Aligned with ids; entries where mask is 0 are ignored.
+    advantages: list[float] | None = None
+    old_logprobs: list[float] | None = None
+    ref_logprobs: list[float] | None = None
+
+
+@dataclass(frozen=True)
+class PolicyParams:
+    clip_low: float = 0.2
+    clip_high: float = 0.2
+    agg: str = "token-mean"
+    kl_coef: float = 0.0
+    temperature: float = 1.0
+
+
+def micro_batches(lengths: list[int], budget: int) -> list[list[int]]:
+    """Indices grouped longest first so that rows x longest length stays within `budget`."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    groups: list[list[int]] = []
+    for i in order:
+        if groups and (len(groups[-1]) + 1) * lengths[groups[-1][0]] <= budget:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    return groups
+
+
+def padded(rows: list[list], fill, device: torch.device | str = "cpu") -> torch.Tensor:
+    width = max(len(r) for r in rows)
+    dtype = torch.long if isinstance(fill, int) else torch.float32
+    return torch.tensor([list(r) + [fill] * (width - len(r)) for r in rows], dtype=dtype, device=device)
+
+
+def target_logprobs(model, ids: torch.Tensor, temperature: float, dtype: str):
+    """Logprob of ids[:, 1:] given their prefixes, and the log-distributions they come from."""
+    with autocast(dtype):
+        logits = model(ids[:, :-1])
+    logp = F.log_softmax(logits.float() / temperature, dim=-1)
+    return logp.gather(-1, ids[:, 1:, None])[..., 0], logp
+
+
+class Trainer:
+    def __init__(self, model, dtype: str, config: OptimizerConfig | None = None):
+        self.model, self.dtype = model, dtype
+        self.config = config or OptimizerConfig()
+        self.device = next(model.parameters()).device
+        decay = [p for p in model.parameters() if p.dim() >= 2]
+        rest = [p for p in model.parameters() if p.dim() < 2]
+        self.optimizer = torch.optim.AdamW(
+            [{"params": decay}, {"params": rest, "weight_decay": 0.0}],
+            lr=self.config.lr,
+            betas=(self.config.beta1, self.config.beta2),
+            eps=self.config.eps,
+            weight_decay=self.config.weight_decay,
+            foreach=True,
+        )
+        self.step = 0
+        self.reference = None
+        self.tokens_trained = 0
+        self.seconds_trained = 0.0
+
+    def configure(self, **changes) -> OptimizerConfig:
+        known = {f.name for f in fields(OptimizerConfig)}
+        for key, value in changes.items():
+            if key not in known:
+                raise ValueError(f"unknown optimizer setting {key!r}; known: {', '.join(sorted(known))}")
+            setattr(self.config, key, value)
+        for i, group in enumerate(self.optimizer.param_groups):
+            group["lr"] = self.config.lr
+            group["betas"] = (self.config.beta1, self.config.beta2)
+            group["eps"] = self.config.eps
+            group["weight_decay"] = self.config.weight_decay if i == 0 else 0.0
+        return self.config
+
+    def set_reference(self) -> None:
+        """Freezes a copy of the current weights as the KL reference."""
+        self.reference = copy.deepcopy(self.model).eval().requires_grad_(False)
+
+    def sft(self, seqs: list[Sequence], lr: float | None = None, micro_batch_tokens: int | None = None) -> dict:
+        total = self._count_targets(seqs)
+        loss_sum = 0.0
+
+        def loss_fn(part: list[Sequence], ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+            nonlocal loss_sum
+            lp, _ = target_logprobs(self.model, ids, 1.0, self.dtype)
+            loss = -(lp * mask).sum() / total
+            loss_sum += float(loss.detach())
+            return loss
+
+        stats = self._update(seqs, loss_fn, lr, micro_batch_tokens)
+        return {"loss": loss_sum, "tokens": total, **stats}
+
+    @torch.no_grad()
+    def evaluate_sft(self, seqs: list[Sequence], micro_batch_tokens: int | None = None) -> dict:
+        total = self._count_targets(seqs)
+        loss_sum = 0.0
+        self.model.eval()
+        for part, ids, mask in self._parts(seqs, micro_batch_tokens):
+            lp, _ = target_logprobs(self.model, ids, 1.0, self.dtype)
+            loss_sum += float(-(lp * mask).sum() / total)
+        return {"loss": loss_sum, "tokens": total}
+
+    def policy(
+        self,
+        seqs: list[Sequence],
+        params: PolicyParams,
+        lr: float | None = None,
+        micro_batch_tokens: int | None = None,
+    ) -> dict:
+        total = self._count_targets(seqs)
+        if params.kl_coef > 0 and self.reference is None and any(s.ref_logprobs is None for s in seqs):
+            self.set_reference()
+        sums = dict(loss=0.0, pg_loss=0.0, kl=0.0, approx_kl=0.0, clip_frac=0.0, entropy=0.0)
+
+        def loss_fn(part: list[Sequence], ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+            lp, logp = target_logprobs(self.model, ids, params.temperature, self.dtype)
+            on = mask > 0
+            # Values off the mask are ignored; replacing them keeps a stray inf from becoming nan.
+            adv = torch.where(on, padded([s.advantages[1:] for s in part], 0.0, self.device), torch.zeros_like(lp))
+            old = lp.detach()
+            if part[0].old_logprobs is not None:
+                old = torch.where(on, padded([s.old_logprobs[1:] for s in part], 0.0, self.device), old)
+            if params.agg == "token-mean":
+                weight = mask / total
+            else:
+                weight = mask / (mask.sum(1, keepdim=True).clamp(min=1) * len(seqs))
+            ratio = torch.exp(lp - old)
+            surrogate = -adv * ratio
+            clipped = -adv * ratio.clamp(1 - params.clip_low, 1 + params.clip_high)
+            per_token = torch.maximum(surrogate, clipped)
+            sums["pg_loss"] += float((per_token * weight).sum())
+            if params.kl_coef > 0:
+                ref = torch.where(on, self._reference_logprobs(part, ids, params.temperature), lp.detach())
+                kl = torch.exp(ref - lp) - (ref - lp) - 1  # k3: unbiased, never negative
+                per_token = per_token + params.kl_coef * kl
+                sums["kl"] += float((kl.detach() * mask).sum() / total)
+            loss = (per_token * weight).sum()
+            with torch.no_grad():
+                sums["loss"] += float(loss)
+                d = old - lp
+                sums["approx_kl"] += float(((torch.exp(d) - d - 1) * mask).sum() / total)
+                sums["clip_frac"] += float(((clipped > surrogate).float() * mask).sum() / total)
+                sums["entropy"] += float((-(logp.exp() * logp).sum(-1) * mask).sum() / total)
+            return loss
+
+        for s in seqs:
+            if s.advantages is None:
+                raise ValueError("every sequence needs advantages")
+        if len({s.old_logprobs is None for s in seqs}) > 1:
+            raise ValueError("give old_logprobs for every sequence or for none")
+        stats = self._update(seqs, loss_fn, lr, micro_batch_tokens)
+        return {**sums, "tokens": total, **stats}
+
+    @torch.no_grad()
+    def score(self, seqs: list[list[int]], temperature: float = 1.0) -> list[list[float]]:
+        """Logprob of every token after the first under the current weights."""
+        self.model.eval()
+        out: list[list[float]] = [[] for _ in seqs]
+        for group in micro_batches([len(s) for s in seqs], self.config.micro_batch_tokens):
+            ids = padded([seqs[i] for i in group], PAD_ID, self.device)
+            lp, _ = target_logprobs(self.model, ids, temperature, self.dtype)
+            for row, i in enumerate(group):
+                out[i] = lp[row, : len(seqs[i]) - 1].tolist()
+        return out
+
+    def _reference_logprobs(self, part: list[Sequence], ids: torch.Tensor, temperature: float) -> torch.Tensor:
+        if all(s.ref_logprobs is not None for s in part):
+            return padded([s.ref_logprobs[1:] for s in part], 0.0, self.device)
+        with torch.no_grad():
+            return target_logprobs(self.reference, ids, temperature, self.dtype)[0]
+
+    @staticmethod
+    def _count_targets(seqs: list[Sequence]) -> int:
+        if not seqs:
+            raise ValueError("batch is empty")
+        total = sum(sum(s.mask[1:]) for s in seqs)
+        if total == 0:
+            raise ValueError("no token has loss_mask = 1 (position 0 is never a target)")
+        return total
+
+    def _parts(self, seqs: list[Sequence], micro_batch_tokens: int | None):
+        budget = micro_batch_tokens or self.config.micro_batch_tokens
+        for group in micro_batches([len(s.ids) for s in seqs], budget):
+            part = [seqs[i] for i in group]
+            ids = padded([s.ids for s in part], PAD_ID, self.device)
+            mask = padded([s.mask[1:] for s in part], 0.0, self.device)
+            yield part, ids, mask
+
+    def _update(self, seqs, loss_fn, lr: float | None, micro_batch_tokens: int | None) -> dict:
+        started = time.perf_counter()
+        lr = self.config.lr if lr is None else lr
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        try:
+            for part, ids, mask in self._parts(seqs, micro_batch_tokens):
+                self.model.recompute_blocks = ids.shape[1] > RECOMPUTE_FROM_TOKENS
+                loss_fn(part, ids, mask).backward()
+        finally:
+            self.model.recompute_blocks = False
+            self.model.eval()
+        params = [p for p in self.model.parameters() if p.grad is not None]
+        clip = self.config.grad_clip if self.config.grad_clip > 0 else float("inf")
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, clip))
+        if not math.isfinite(grad_norm):
+            self.optimizer.zero_grad(set_to_none=True)
+            raise FloatingPointError(f"gradient norm is {grad_norm}; the update was skipped, weights unchanged")
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.step += 1
+        elapsed = time.perf_counter() - started
+        tokens = sum(len(s.ids) for s in seqs)
+        self.tokens_trained += tokens
+        self.seconds_trained += elapsed
+        return {"grad_norm": grad_norm, "lr": lr, "step": self.step, "tokens_per_s": tokens / elapsed}

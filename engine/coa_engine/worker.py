@@ -1,0 +1,150 @@
+"""One served model and everything around it: tokenizer, sampler, trainer, checkpoints, counters."""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+
+from . import checkpoint
+from .model import ModelConfig, Transformer, preset_config
+from .precision import choose_dtype
+from .sampling import CachedDecoder, ModelGate, Sampler
+from .tokenizer import ByteTokenizer, default_tags
+from .train import OptimizerConfig, Trainer
+
+
+def counters(sampler: Sampler, trainer: Trainer) -> dict:
+    """Throughput since start: tokens generated and trained, and the seconds spent on each."""
+    gen_s, train_s = sampler.busy_seconds, trainer.seconds_trained
+    return {
+        "generated_tokens": sampler.generated_tokens,
+        "generation_seconds": round(gen_s, 3),
+        "generation_tokens_per_s": round(sampler.generated_tokens / gen_s, 1) if gen_s else 0,
+        "trained_tokens": trainer.tokens_trained,
+        "train_seconds": round(train_s, 3),
+        "train_tokens_per_s": round(trainer.tokens_trained / train_s, 1) if train_s else 0,
+    }
+
+
+class Worker:
+    backend = "coa"
+
+    def __init__(
+        self,
+        *,
+        preset: str | None = None,
+        checkpoint_dir: str | None = None,
+        tags: list[str] | None = None,
+        dtype: str = "auto",
+        seed: int = 0,
+        max_seq_len: int | None = None,
+        max_rows: int = 64,
+    ):
+        self.dtype, self.dtype_gflops = choose_dtype(dtype)
+        self.expected_tags = tags
+        self.gate = ModelGate()
+        self.started = time.time()
+        if checkpoint_dir:
+            self._load(checkpoint_dir)
+        else:
+            self.tokenizer = ByteTokenizer(tags or default_tags())
+            torch.manual_seed(seed)
+            self.preset = preset or "tiny"
+            self._install(Transformer(preset_config(self.preset, self.tokenizer.vocab_size, max_seq_len)))
+            self.checkpoint_dir = None
+        self.sampler = Sampler(CachedDecoder(self.model, self.dtype), self.tokenizer, self.gate, max_rows=max_rows)
+
+    @property
+    def model_name(self) -> str:
+        return f"coa-{self.preset}"
+
+    @property
+    def max_seq_len(self) -> int:
+        return self.model.config.max_seq_len
+
+    def _install(self, model: Transformer, trainer: Trainer | None = None) -> None:
+        self.model = model.eval()
+        self.trainer = trainer or Trainer(model, self.dtype)
+        if hasattr(self, "sampler"):
+            self.sampler.decoder = CachedDecoder(model, self.dtype)
+            self.sampler.tokenizer = self.tokenizer
+
+    def info(self) -> dict:
+        t = self.trainer
+        return {
+            "backend": self.backend,
+            "model": self.model_name,
+            "preset": self.preset,
+            "config": self.model.config.to_json(),
+            "params": self.model.num_params(),
+            "max_model_len": self.max_seq_len,
+            "tokenizer": {"name": self.tokenizer.name, "vocab_size": self.tokenizer.vocab_size},
+            "device": "cpu",
+            "dtype": self.dtype,
+            "matmul_gflops": {k: round(v, 1) for k, v in self.dtype_gflops.items()},
+            "threads": torch.get_num_threads(),
+            "torch": torch.__version__,
+            "pid": os.getpid(),
+            "checkpoint": self.checkpoint_dir,
+            "step": t.step,
+            "optimizer": t.config.to_json(),
+            "has_reference": t.reference is not None,
+            "uptime_s": round(time.time() - self.started, 1),
+            "counters": counters(self.sampler, t),
+        }
+
+    def save(self, folder: str) -> dict:
+        """Call under the gate's exclusive section."""
+        t = self.trainer
+        tensors = {"model": self.model.state_dict(), "optimizer": t.optimizer.state_dict()}
+        if t.reference is not None:
+            tensors["reference"] = t.reference.state_dict()
+        manifest = {
+            "backend": self.backend,
+            "preset": self.preset,
+            "model": self.model.config.to_json(),
+            "tokenizer": self.tokenizer.to_json(),
+            "params": self.model.num_params(),
+            "step": t.step,
+            "optimizer": t.config.to_json(),
+            "dtype": self.dtype,
+            "saved_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+        written = checkpoint.save(folder, manifest, tensors)
+        self.checkpoint_dir = str(Path(folder).resolve())
+        return {"dir": self.checkpoint_dir, "step": t.step, "files": written["files"]}
+
+    def load(self, folder: str) -> dict:
+        """Call under the gate's exclusive section."""
+        self._load(folder)
+        return {"dir": self.checkpoint_dir, "step": self.trainer.step, "preset": self.preset,
+                "params": self.model.num_params()}
+
+    def _load(self, folder: str) -> None:
+        manifest, tensors = checkpoint.load(folder)
+        if manifest.get("backend", "coa") != self.backend:
+            raise ValueError(
+                f"{folder}: a {manifest.get('backend')} checkpoint; this engine serves {self.backend}"
+            )
+        tags = manifest["tokenizer"]["tags"]
+        if self.expected_tags is not None and tags != self.expected_tags:
+            raise ValueError(
+                f"{folder}: the checkpoint's tokenizer tags differ from the protocol's; "
+                "its ids would mean different tokens"
+            )
+        tokenizer = ByteTokenizer(tags)
+        model = Transformer(ModelConfig(**manifest["model"]))
+        model.load_state_dict(tensors["model"])
+        trainer = Trainer(model, self.dtype, OptimizerConfig(**manifest.get("optimizer", {})))
+        trainer.optimizer.load_state_dict(tensors["optimizer"])
+        trainer.step = int(manifest.get("step", 0))
+        if "reference" in tensors:
+            trainer.reference = Transformer(model.config).eval().requires_grad_(False)
+            trainer.reference.load_state_dict(tensors["reference"])
+        self.tokenizer, self.preset = tokenizer, manifest.get("preset", "custom")
+        self._install(model, trainer)
+        self.checkpoint_dir = str(Path(folder).resolve())

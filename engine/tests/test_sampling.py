@@ -1,0 +1,109 @@
+import threading
+import unittest
+
+import torch
+
+from coa_engine.sampling import CachedDecoder, ModelGate, Sampler, SamplingParams, find_stop, sample
+from coa_engine.train import Trainer
+
+from .helpers import TOKENIZER, micro_model
+
+
+def make_sampler(model):
+    return Sampler(CachedDecoder(model, "fp32"), TOKENIZER, ModelGate())
+
+
+class SampleTest(unittest.TestCase):
+    def test_greedy_and_narrow_top_p_take_the_argmax(self):
+        logits = torch.tensor([[0.0, 2.0, 1.0], [0.0, 2.0, 1.0]])
+        tokens, _ = sample(logits, torch.tensor([0.0, 1.0]), torch.tensor([1.0, 1e-6]), torch.tensor([0.9, 0.9]))
+        self.assertEqual(tokens.tolist(), [1, 1])
+
+    def test_inverse_cdf_follows_the_distribution(self):
+        logits = torch.log(torch.tensor([[0.5, 0.3, 0.2]])).repeat(3, 1)
+        u = torch.tensor([0.1, 0.6, 0.95])
+        tokens, logp = sample(logits, torch.ones(3), torch.ones(3), u)
+        self.assertEqual(tokens.tolist(), [0, 1, 2])
+        torch.testing.assert_close(logp[0].exp(), torch.tensor([0.5, 0.3, 0.2]))
+
+    def test_top_p_drops_the_tail(self):
+        logits = torch.log(torch.tensor([[0.5, 0.3, 0.2]]))
+        tokens, _ = sample(logits, torch.ones(1), torch.tensor([0.7]), torch.tensor([0.99]))
+        self.assertEqual(tokens.tolist(), [1])
+
+    def test_find_stop_spans_token_boundaries(self):
+        text = bytearray(b"abc</ans")
+        self.assertIsNone(find_stop(text, 3, [b"</answer>"]))
+        text += b"wer>"
+        self.assertEqual(find_stop(text, 4, [b"</answer>", b"zz"]), (0, 3, 12))
+
+
+class SamplerTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.model = micro_model()
+        cls.sampler = make_sampler(cls.model)
+
+    def test_seeded_requests_repeat_and_differ_across_samples(self):
+        params = SamplingParams(max_tokens=12, temperature=1.0, seed=7)
+        a = self.sampler.generate([[1, 70, 71]], params, n=3)
+        b = self.sampler.generate([[1, 70, 71]], params, n=3)
+        self.assertEqual([r.ids for r in a], [r.ids for r in b])
+        self.assertEqual(len({tuple(r.ids) for r in a}), 3)
+
+    def test_a_row_does_not_depend_on_its_batch_mates(self):
+        params = SamplingParams(max_tokens=10, seed=3)
+        alone = self.sampler.generate([[1, 80, 81, 82]], params)[0].ids
+        results = {}
+
+        def run(key, prompt):
+            results[key] = self.sampler.generate([prompt], params)[0].ids
+
+        threads = [threading.Thread(target=run, args=(k, p)) for k, p in (("a", [1, 80, 81, 82]), ("b", [1, 90]))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(results["a"], alone)
+
+    def test_logprobs_equal_a_forward_pass_under_the_same_temperature(self):
+        trainer = Trainer(self.model, "fp32")
+        for temperature in (1.0, 0.7):
+            params = SamplingParams(max_tokens=20, temperature=temperature, seed=11, ignore_eos=True)
+            prompts = [[1, 60, 61, 62, 63], [1, 64]]
+            rows = self.sampler.generate(prompts, params, n=2)
+            scored = trainer.score([r.prompt + r.ids for r in rows], temperature)
+            for r, lp in zip(rows, scored):
+                recomputed = lp[len(r.prompt) - 1 :]
+                self.assertEqual(len(recomputed), len(r.logprobs))
+                for x, y in zip(r.logprobs, recomputed):
+                    self.assertAlmostEqual(x, y, delta=1e-4)
+
+    def test_stop_ends_on_the_token_that_completes_it(self):
+        params = SamplingParams(max_tokens=60, temperature=1.0, seed=5, ignore_eos=True)
+        free = self.sampler.generate([[1, 100]], params)[0]
+        # A stop string made of two consecutive ASCII byte tokens of the free run (same seed, so the
+        # stopped run samples the same tokens up to the stop).
+        text = bytes(free.text)
+        printable = [32 <= t - TOKENIZER.byte_offset < 127 for t in free.ids]
+        ascii_ids = [i for i in range(len(free.ids) - 1) if printable[i] and printable[i + 1]]
+        self.assertTrue(ascii_ids, "the free run has two ASCII bytes in a row")
+        stop = TOKENIZER.decode(free.ids[ascii_ids[0] : ascii_ids[0] + 2])
+        with_stop = SamplingParams(**{**params.__dict__, "stop": ("zzzz", stop)})
+        stopped = self.sampler.generate([[1, 100]], with_stop)[0]
+        end = text.find(stop.encode()) + len(stop)
+        self.assertEqual((stopped.finish_reason, stopped.stop_reason), ("stop", stop))
+        self.assertEqual(bytes(stopped.text), text[:end])
+        self.assertEqual(stopped.ids, free.ids[: len(stopped.ids)])
+        self.assertEqual(stopped.stop_span, (end - len(stop), end))
+
+    def test_max_tokens_and_context_bound_length(self):
+        rows = self.sampler.generate([[1, 2]], SamplingParams(max_tokens=5, seed=1, ignore_eos=True))
+        self.assertEqual((len(rows[0].ids), rows[0].finish_reason), (5, "length"))
+        prompt = [1] + [100] * 250
+        rows = self.sampler.generate([prompt], SamplingParams(max_tokens=50, seed=1, ignore_eos=True))
+        self.assertEqual(len(rows[0].ids), 256 - 251)
+
+
+if __name__ == "__main__":
+    unittest.main()

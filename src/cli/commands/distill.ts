@@ -1,0 +1,99 @@
+import type { Command } from "commander";
+import pc from "picocolors";
+import {
+  DistillConfig,
+  EXPORT_FORMATS,
+  type ExportFormat,
+  funnelTable,
+  loadDistillConfig,
+  runDistill,
+} from "../../distill/index.js";
+import { ProfileName } from "../../protocol/index.js";
+
+interface DistillFlags {
+  traces: string;
+  out: string;
+  format: string;
+  maxTokens?: string;
+  config?: string;
+  profile?: string;
+  split: string;
+}
+
+function parseFormats(list: string): ExportFormat[] {
+  const formats = list
+    .split(",")
+    .map((f) => f.trim())
+    .filter(Boolean);
+  for (const f of formats)
+    if (!(EXPORT_FORMATS as readonly string[]).includes(f))
+      throw new Error(`--format: unknown format "${f}" (choose from ${EXPORT_FORMATS.join(", ")})`);
+  return formats as ExportFormat[];
+}
+
+/** The config file (or defaults), with command-line flags taking precedence. */
+async function configFrom(flags: DistillFlags): Promise<DistillConfig> {
+  const cfg = flags.config ? await loadDistillConfig(flags.config) : DistillConfig.parse({});
+  let maxTokens = cfg.length.maxTokens;
+  if (flags.maxTokens !== undefined) {
+    maxTokens = Number(flags.maxTokens);
+    if (!Number.isInteger(maxTokens) || maxTokens <= 0)
+      throw new Error(`--max-tokens: expected a positive whole number, got "${flags.maxTokens}"`);
+  }
+  let profile = cfg.profile;
+  if (flags.profile !== undefined) {
+    const parsed = ProfileName.safeParse(flags.profile);
+    if (!parsed.success)
+      throw new Error(`--profile: expected one of ${ProfileName.options.join(", ")}, got "${flags.profile}"`);
+    profile = parsed.data;
+  }
+  return { ...cfg, profile, length: { ...cfg.length, maxTokens } };
+}
+
+export function register(program: Command): void {
+  program
+    .command("distill")
+    .description("turn MAS traces into filtered CoA trajectories and export SFT/RL data")
+    .requiredOption("--traces <path>", "a trace JSONL file, or a folder of *trace*.jsonl (a `coa teach` run)")
+    .requiredOption("--out <dir>", "output folder")
+    .option(
+      "--format <list>",
+      `comma-separated exports: ${EXPORT_FORMATS.join(",")}`,
+      EXPORT_FORMATS.join(","),
+    )
+    .option(
+      "--max-tokens <n>",
+      "longest kept trajectory, prompt included, in target tokens (overrides config)",
+    )
+    .option("--config <file>", "filter thresholds as JSON (see docs/distill.md); defaults otherwise")
+    .option(
+      "--profile <name>",
+      `CoA profile to render for (${ProfileName.options.join("|")}); overrides config`,
+    )
+    .option("--split <name>", "split name written into verl rows", "train")
+    .addHelpText(
+      "after",
+      "\nExample:\n  coa distill --traces runs/teach --out runs/data --format native,llamafactory,verl --max-tokens 4096",
+    )
+    .action(async (flags: DistillFlags) => {
+      const formats = parseFormats(flags.format);
+      const config = await configFrom(flags);
+      const tty = process.stderr.isTTY;
+      const result = await runDistill({
+        traces: flags.traces,
+        out: flags.out,
+        formats,
+        config,
+        split: flags.split,
+        command: `coa ${process.argv.slice(2).join(" ")}`,
+        onRead: (n) => process.stderr.write(tty ? `\rreading traces: ${n}` : `reading traces: ${n}\n`),
+      });
+      if (tty) process.stderr.write("\n");
+      console.log(funnelTable(result.stages));
+      console.log(
+        `\n${pc.bold(String(result.kept.length))} trajectories kept, ${result.tasks} tasks for RL; wrote ${result.files.length} files to ${flags.out}`,
+      );
+      for (const f of result.files.filter((f) => !f.path.startsWith("plots/")))
+        console.log(`  ${f.path}${f.path.endsWith(".md") ? "" : ` (${f.records})`}`);
+    });
+}

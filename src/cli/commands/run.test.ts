@@ -1,0 +1,112 @@
+import { copyFile, mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Command } from "commander";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ByteTokenizer, FixtureServer, inOrder } from "../../model/index.js";
+import { Trajectory } from "../../protocol/index.js";
+import { register } from "./run.js";
+
+const bytes = new ByteTokenizer();
+const question = "Which river flows under the bridge designed by the engineer born in Osterby?";
+const turns = [
+  ["<think>Who is the engineer?</think>\n<web_search>engineer born in Osterby</web_search>", "</web_search>"],
+  [
+    "<plan>Read the bridge page.</plan>\n<crawl_page>https://example.org/wiki/tamsin-bridge</crawl_page>",
+    "</crawl_page>",
+  ],
+  [
+    "<suggested_answer>Sable River</suggested_answer>\n<double_check>Stated on the page. Score: 5</double_check>\n<answer>Sable River</answer>",
+    "</answer>",
+  ],
+];
+
+/** A vLLM-like server that serves the turns above in order, ids from the byte tokenizer. */
+function replies() {
+  return inOrder(
+    ...turns.map(([text, stop]) => ({
+      json: {
+        model: "fixture-model",
+        choices: [
+          { index: 0, text, token_ids: bytes.encode(text!), finish_reason: "stop", stop_reason: stop },
+        ],
+      },
+    })),
+  );
+}
+
+let dir: string;
+let corpus: string;
+let server: FixtureServer;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "coa-run-"));
+  corpus = join(dir, "corpus.jsonl");
+  await copyFile(fileURLToPath(new URL("../../../examples/corpus.jsonl", import.meta.url)), corpus);
+});
+afterAll(async () => {
+  await server?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function coaRun(args: string[]): Promise<string[]> {
+  const lines: string[] = [];
+  const write = process.stdout.write.bind(process.stdout);
+  process.stdout.write = ((chunk: string) => {
+    lines.push(
+      ...String(chunk)
+        .replace(/\x1b\[[0-9;]*m/g, "")
+        .split("\n"),
+    );
+    return true;
+  }) as typeof process.stdout.write;
+  try {
+    const program = new Command().exitOverride();
+    register(program);
+    await program.parseAsync(["node", "coa", "run", ...args]);
+  } finally {
+    process.stdout.write = write;
+  }
+  return lines;
+}
+
+describe("coa run", () => {
+  it("runs an episode against an HTTP server with the example corpus, prints steps, appends JSONL", async () => {
+    server = await FixtureServer.start({
+      "GET /v1/models": () => ({ json: { data: [{ id: "fixture-model" }] } }),
+      "POST /tokenize": (r) => ({ json: { tokens: bytes.encode((r.body as { prompt: string }).prompt) } }),
+      "POST /v1/completions": replies(),
+    });
+    const out = join(dir, "out", "trajectories.jsonl");
+    const args = [question, "--model", `${server.url}/v1`, "--corpus", corpus, "--out", out, "--seed", "5"];
+    const lines = await coaRun(args);
+
+    expect(lines[0]).toBe(`indexed ${corpus}`);
+    expect(lines).toContain("model fixture-model · profile web · tools web_search, crawl_page");
+    expect(lines.find((l) => l.startsWith("web_search"))).toMatch(/^web_search\s+engineer born in Osterby$/);
+    expect(lines.find((l) => l.startsWith("observation"))).toMatch(/^observation\s+\S/);
+    expect(lines).toContain("answer            Sable River");
+    expect(lines).toContain("final answer      Sable River");
+    expect(lines.find((l) => l.startsWith("finish"))).toMatch(
+      /^finish answer · 3 turns · tools web_search×1 crawl_page×1/,
+    );
+
+    const records = (await readFile(out, "utf8")).trim().split("\n");
+    expect(records).toHaveLength(1);
+    const traj = Trajectory.parse(JSON.parse(records[0]!));
+    expect(traj).toMatchObject({ model: "fixture-model", answer: "Sable River", finishReason: "answer" });
+    const sent = server.bodies("POST /v1/completions") as { prompt: number[]; seed: number }[];
+    expect(sent.map((b) => b.seed)).toEqual([5, 6, 7]);
+    expect(sent[2]!.prompt).toEqual([...traj.promptIds, ...traj.segments.slice(0, 4).flatMap((s) => s.ids)]);
+  });
+
+  it("rejects bad flags with the flag's name", async () => {
+    await expect(coaRun(["q", "--model", "http://127.0.0.1:9", "--max-turns", "zero"])).rejects.toThrow(
+      /^--max-turns: /,
+    );
+    await expect(coaRun(["q", "--model", "http://127.0.0.1:9", "--profile", "chess"])).rejects.toThrow(
+      /^--profile: /,
+    );
+  });
+});

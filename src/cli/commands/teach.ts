@@ -1,0 +1,159 @@
+import { mkdir, stat, writeFile } from "node:fs/promises";
+import path from "node:path";
+import type { Command } from "commander";
+import { z } from "zod";
+import { type ModelClient, openModel } from "../../model/index.js";
+import { loadTasks } from "../../tasks/index.js";
+import {
+  type Driver,
+  ExpertDriver,
+  formatSummary,
+  LlmDriver,
+  runTeach,
+  type TeachResult,
+} from "../../teacher/index.js";
+import { CorpusIndex, createToolset } from "../../tools/index.js";
+import { itemProgress } from "../progress.js";
+
+const Count = z.coerce.number().int().positive();
+
+/** The flags of `coa teach`, checked at the edge. */
+export const TeachFlags = z
+  .object({
+    tasks: z.string().min(1),
+    split: z.string().min(1),
+    driver: z.enum(["expert", "llm"]),
+    model: z.string().min(1).optional(),
+    modelName: z.string().optional(),
+    api: z.enum(["completions", "chat"]),
+    apiKey: z.string().optional(),
+    textOnly: z.boolean().default(false),
+    corpus: z.string().optional(),
+    out: z.string().min(1),
+    limit: Count.optional(),
+    concurrency: Count,
+    seed: z.coerce.number().int(),
+    searchTool: z.enum(["web_search", "wiki_search"]),
+    maxTokens: Count.optional(),
+    temperature: z.coerce.number().min(0).optional(),
+    unsafeNoSandbox: z.boolean().default(false),
+    cache: z.boolean().default(true),
+  })
+  .refine((f) => f.driver !== "llm" || f.model, {
+    message: "--model is required with --driver llm",
+    path: ["model"],
+  });
+export type TeachFlags = z.infer<typeof TeachFlags>;
+
+/** The corpus next to the tasks: `<world>/corpus.jsonl` for a world dir or a file in its tasks/ folder. */
+async function findCorpus(tasks: string): Promise<string | undefined> {
+  const info = await stat(tasks).catch(() => null);
+  const candidates = info?.isDirectory()
+    ? [path.join(tasks, "corpus.jsonl")]
+    : [path.join(path.dirname(tasks), "corpus.jsonl"), path.join(path.dirname(tasks), "..", "corpus.jsonl")];
+  for (const c of candidates) if (await stat(c).catch(() => null)) return c;
+  return undefined;
+}
+
+/** Runs `coa teach` with parsed flags; `log` gets the human-readable lines. */
+export async function teach(flags: TeachFlags, log: (line: string) => void): Promise<TeachResult> {
+  const loaded = await loadTasks(flags.tasks, { split: flags.split });
+  const corpus = flags.corpus ?? (await findCorpus(flags.tasks));
+  if (!corpus) throw new Error(`--corpus: no corpus.jsonl next to ${flags.tasks}; name one with --corpus`);
+  const { index } = await CorpusIndex.open(corpus);
+  const tools = createToolset({
+    index,
+    search: { provider: "local" },
+    crawl: { offline: true },
+    code: { unsafeNoSandbox: flags.unsafeNoSandbox },
+  });
+  let model: ModelClient | null = null;
+  let driver: Driver;
+  if (flags.driver === "llm") {
+    model = await openModel(flags.model!, {
+      modelName: flags.modelName,
+      api: flags.api,
+      apiKey: flags.apiKey ?? process.env.COA_API_KEY ?? process.env.OPENAI_API_KEY,
+      textOnly: flags.textOnly,
+    });
+    driver = new LlmDriver({
+      model,
+      cacheDir: flags.cache ? path.join(flags.out, "cache") : undefined,
+      maxTokens: flags.maxTokens,
+      temperature: flags.temperature,
+    });
+  } else {
+    driver = new ExpertDriver({ seed: flags.seed, searchTool: flags.searchTool });
+  }
+  try {
+    await mkdir(flags.out, { recursive: true });
+    const config = {
+      ...flags,
+      apiKey: undefined,
+      corpus,
+      taskFile: loaded.file,
+      driverModel: driver.model,
+      tasksLoaded: loaded.tasks.length,
+    };
+    await writeFile(path.join(flags.out, "config.json"), `${JSON.stringify(config, null, 2)}\n`);
+    log(
+      `teach: ${loaded.tasks.length} tasks from ${loaded.file} · driver ${driver.name} (${driver.model}) · out ${flags.out}`,
+    );
+    const progress = itemProgress("teach");
+    const result = await runTeach({
+      tasks: loaded.tasks,
+      driver,
+      tools,
+      out: flags.out,
+      limit: flags.limit,
+      concurrency: flags.concurrency,
+      episode: { searchTool: flags.searchTool },
+      onProgress: (p) => progress.update(p.done, p.total, `solved ${p.solved}, errors ${p.errors}`),
+    });
+    progress.stop();
+    if (result.repaired) log(`repaired a torn last line in ${result.tracesFile}`);
+    if (result.resumed) log(`resumed: ${result.resumed} tasks were already traced`);
+    log(formatSummary(result.summary));
+    return result;
+  } finally {
+    await model?.close?.();
+  }
+}
+
+export function register(program: Command): void {
+  program
+    .command("teach")
+    .description("run the teacher multi-agent system on tasks and append MAS traces (resumable)")
+    .requiredOption("--tasks <path>", "a task file, or a world directory (with --split)")
+    .option("--split <name>", "split of a world directory", "train")
+    .option("--driver <driver>", "expert (offline programmatic teacher) | llm", "expert")
+    .option("--model <spec>", "for --driver llm: OpenAI-compatible base URL or engine[:preset]")
+    .option("--model-name <name>", "model name for the server (default: the first it lists)")
+    .option("--api <api>", "completions | chat", "completions")
+    .option("--api-key <key>", "bearer key (default: $COA_API_KEY, then $OPENAI_API_KEY)")
+    .option("--text-only", "the server takes and returns text only")
+    .option("--corpus <jsonl>", "corpus for search and crawl (default: corpus.jsonl of the world)")
+    .option("--out <dir>", "run folder: traces.jsonl, summary.json, config.json", "runs/teach")
+    .option("--limit <n>", "only the first N tasks")
+    .option("--concurrency <k>", "episodes in flight", "2")
+    .option("--seed <n>", "expert driver: seed of its slips", "0")
+    .option("--search-tool <tag>", "web_search | wiki_search", "web_search")
+    .option("--max-tokens <n>", "llm driver: tokens per agent reply")
+    .option("--temperature <t>", "llm driver: sampling temperature (default 0)")
+    .option(
+      "--unsafe-no-sandbox",
+      "let the code tool run Python WITHOUT a sandbox when bubblewrap is missing",
+    )
+    .option("--no-cache", "llm driver: do not reuse or store cached replies")
+    .action(async (raw: Record<string, unknown>) => {
+      const parsed = TeachFlags.safeParse(raw);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0]!;
+        throw new Error(
+          `--${String(issue.path[0]).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: ${issue.message}`,
+        );
+      }
+      const result = await teach(parsed.data, (line) => process.stdout.write(`${line}\n`));
+      if (result.summary.errors > 0) process.exitCode = 1;
+    });
+}

@@ -1,0 +1,266 @@
+import { readFile, stat } from "node:fs/promises";
+import path from "node:path";
+import cliProgress from "cli-progress";
+import type { Command } from "commander";
+import { z } from "zod";
+import { Engine, EnginePreset, type EngineSource } from "../../model/index.js";
+import { scoreTask } from "../../rewards/index.js";
+import { loadTasks } from "../../tasks/index.js";
+import { createToolset } from "../../tools/index.js";
+import {
+  agentEpisodes,
+  Checkpoints,
+  RlConfig,
+  type RlConfigInput,
+  runRl,
+  runSft,
+  SftConfig,
+  type SftConfigInput,
+} from "../../train/index.js";
+
+const Int = z.coerce.number().int();
+const Num = z.coerce.number();
+
+/** Flags of `coa train sft`; unset ones fall back to --config, then to SftConfig's defaults. */
+const SftFlags = z.object({
+  data: z.string(),
+  out: z.string(),
+  preset: EnginePreset,
+  from: z.string().optional(),
+  config: z.string().optional(),
+  steps: Int.optional(),
+  epochs: Int.optional(),
+  lr: Num.optional(),
+  batchTokens: Int.optional(),
+  maxLength: Int.optional(),
+  evalEvery: Int.optional(),
+  checkpointEvery: Int.optional(),
+  seed: Int.optional(),
+  threads: Int.optional(),
+});
+
+const RlFlags = z.object({
+  from: z.string().optional(),
+  preset: EnginePreset.optional(),
+  tasks: z.string(),
+  out: z.string(),
+  corpus: z.string().optional(),
+  config: z.string().optional(),
+  steps: Int.optional(),
+  groupSize: Int.optional(),
+  batchTasks: Int.optional(),
+  lr: Num.optional(),
+  concurrency: Int.optional(),
+  temperature: Num.optional(),
+  profile: z.string().optional(),
+  seed: Int.optional(),
+  threads: Int.optional(),
+  unsafeNoSandbox: z.boolean().default(false),
+});
+
+function parseFlags<S extends z.ZodType>(schema: S, raw: unknown): z.infer<S> {
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new Error(
+      `--${String(issue.path[0]).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: ${issue.message}`,
+    );
+  }
+  return parsed.data;
+}
+
+async function configFile(file: string | undefined): Promise<Record<string, unknown>> {
+  if (!file) return {};
+  try {
+    return JSON.parse(await readFile(file, "utf8"));
+  } catch (err) {
+    throw new Error(`--config ${file}: ${(err as Error).message}`);
+  }
+}
+
+const defined = <T extends Record<string, unknown>>(o: T): Partial<T> =>
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+
+function checkConfig<S extends z.ZodType>(schema: S, input: unknown): void {
+  const parsed = schema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new Error(`config field ${issue.path.join(".")}: ${issue.message}`);
+  }
+}
+
+/** A progress bar on a TTY, a plain line per `every` steps otherwise. */
+function progress(label: string, every: number) {
+  const tty = process.stderr.isTTY === true;
+  let bar: cliProgress.SingleBar | null = null;
+  return {
+    step(done: number, total: number, line: string) {
+      if (tty) {
+        if (!bar) {
+          bar = new cliProgress.SingleBar(
+            {
+              format: `${label} [{bar}] {value}/{total} | {line} | eta {eta_formatted}`,
+              stream: process.stderr,
+            },
+            cliProgress.Presets.shades_classic,
+          );
+          bar.start(total, 0, { line });
+        }
+        bar.update(done, { line });
+      } else if (done % every === 0 || done === total) {
+        process.stderr.write(`${label} ${done}/${total} ${line}\n`);
+      }
+    },
+    stop() {
+      bar?.stop();
+    },
+  };
+}
+
+/** The engine for a run: its own last checkpoint when resuming, else --from, else a fresh preset. */
+async function engineFor(out: string, from: string | undefined, preset: EnginePreset, threads?: number) {
+  const latest = await new Checkpoints(path.resolve(out), 1).latest();
+  const source: EngineSource = latest ? { checkpoint: latest } : from ? { checkpoint: from } : { preset };
+  if (latest) process.stderr.write(`resuming from ${latest}\n`);
+  return Engine.start(source, { threads });
+}
+
+/** A world folder's rl split, or the file itself; the corpus next to a world when not given. */
+async function taskSource(tasks: string, corpus: string | undefined) {
+  const isDir = (await stat(tasks).catch(() => null))?.isDirectory() ?? false;
+  const world = isDir ? tasks : path.resolve(path.dirname(tasks), "..");
+  const guess = path.join(world, "corpus.jsonl");
+  const found = corpus ?? ((await stat(guess).catch(() => null)) ? guess : undefined);
+  return { loaded: await loadTasks(tasks, isDir ? { split: "rl" } : {}), corpus: found };
+}
+
+export function register(program: Command): void {
+  const train = program
+    .command("train")
+    .description("train the agent model on the embedded engine: SFT, then RL");
+
+  train
+    .command("sft")
+    .description("supervised fine-tuning on native trajectories (resumes from <out>/last when present)")
+    .requiredOption("--data <path>", "native.jsonl, or the folder `coa distill` wrote it to")
+    .requiredOption("--out <dir>", "run folder")
+    .option("--preset <name>", `fresh model size (${EnginePreset.options.join("|")})`, "tiny")
+    .option("--from <checkpoint>", "start from this checkpoint instead of a fresh preset")
+    .option("--config <json>", "a JSON file of SftConfig fields; flags override it")
+    .option("--steps <n>", "total optimizer steps (default: --epochs over the data)")
+    .option("--epochs <n>", "passes over the data")
+    .option("--lr <x>", "peak learning rate")
+    .option("--batch-tokens <n>", "padded tokens per step")
+    .option("--max-length <n>", "longer examples are truncated")
+    .option("--eval-every <n>", "held-out loss every n steps (0: off)")
+    .option("--checkpoint-every <n>", "checkpoint every n steps")
+    .option("--seed <n>", "data order and held-out slice")
+    .option("--threads <n>", "engine threads")
+    .action(async (raw: Record<string, unknown>) => {
+      const f = parseFlags(SftFlags, raw);
+      const { preset, from, config: file, threads, ...rest } = f;
+      const input: SftConfigInput = { ...(await configFile(file)), ...defined(rest) } as SftConfigInput;
+      checkConfig(SftConfig, input);
+      const engine = await engineFor(f.out, from, preset, threads);
+      const bar = progress("sft", 10);
+      try {
+        const summary = await runSft(input, engine, {
+          onBadLine: (b) => process.stderr.write(`${b.file}:${b.line}: ${b.message} (skipped)\n`),
+          onStep: (m, total) =>
+            bar.step(
+              m.step + 1,
+              total,
+              `loss ${m.loss.toFixed(4)}${m.eval_loss === undefined ? "" : ` eval ${m.eval_loss.toFixed(4)}`} lr ${m.lr.toExponential(2)} ${Math.round(m.tokens_per_s)} tok/s`,
+            ),
+        });
+        bar.stop();
+        process.stdout.write(
+          `sft: ${summary.steps} steps, loss ${summary.lastLoss?.toFixed(4)}, eval ${summary.evalLoss?.toFixed(4) ?? "-"}; ${path.join(summary.runDir, "last")} -> ${summary.checkpoint}\n`,
+        );
+      } finally {
+        bar.stop();
+        await engine.close();
+      }
+    });
+
+  train
+    .command("rl")
+    .description(
+      "agentic RL (GRPO + DAPO) with rollouts through the runtime and tools (resumes from <out>/last)",
+    )
+    .requiredOption(
+      "--tasks <path>",
+      "task file (the world's tasks/rl.jsonl, verl parquet, …) or a world folder",
+    )
+    .requiredOption("--out <dir>", "run folder")
+    .option("--from <checkpoint>", "policy to start from, e.g. runs/sft/last")
+    .option("--preset <name>", "fresh model size when there is no --from (for experiments)")
+    .option("--corpus <jsonl>", "corpus for search and crawl (default: the world's corpus.jsonl)")
+    .option("--config <json>", "a JSON file of RlConfig fields; flags override it")
+    .option("--steps <n>", "RL steps")
+    .option("--group-size <n>", "samples per task")
+    .option("--batch-tasks <n>", "groups per policy batch")
+    .option("--lr <x>", "policy learning rate")
+    .option("--concurrency <n>", "episodes in flight")
+    .option("--temperature <t>", "sampling temperature")
+    .option("--profile <name>", "tag set the model was trained on (default all)")
+    .option("--seed <n>", "task order and sampling seeds")
+    .option("--threads <n>", "engine threads")
+    .option("--unsafe-no-sandbox", "let the code tool run Python without bubblewrap")
+    .action(async (raw: Record<string, unknown>) => {
+      const f = parseFlags(RlFlags, raw);
+      if (!f.from && !f.preset) throw new Error("give --from <checkpoint> (e.g. runs/sft/last) or --preset");
+      const file = await configFile(f.config);
+      const pick = (o: unknown) => (o && typeof o === "object" ? o : {});
+      const input = {
+        ...file,
+        ...defined({ from: f.from, tasks: f.tasks, out: f.out, steps: f.steps, seed: f.seed }),
+        ...defined({ groupSize: f.groupSize, batchTasks: f.batchTasks }),
+        rollout: {
+          ...pick(file.rollout),
+          ...defined({ concurrency: f.concurrency, temperature: f.temperature, profile: f.profile }),
+        },
+        update: { ...pick(file.update), ...defined({ lr: f.lr }) },
+      } as RlConfigInput;
+      checkConfig(RlConfig, input);
+      const config = RlConfig.parse(input);
+      const { loaded, corpus } = await taskSource(f.tasks, f.corpus);
+      for (const s of loaded.skipped.slice(0, 5))
+        process.stderr.write(`skipped task: ${JSON.stringify(s)}\n`);
+      const engine = await engineFor(f.out, f.from, f.preset ?? "tiny", f.threads);
+      const bar = progress("rl", 1);
+      try {
+        const tools = createToolset({
+          corpus,
+          profile: config.rollout.profile,
+          crawl: { offline: true },
+          code: { unsafeNoSandbox: f.unsafeNoSandbox },
+        });
+        const summary = await runRl(
+          { ...input, maxSequenceTokens: config.maxSequenceTokens ?? engine.startInfo.max_model_len },
+          loaded.tasks,
+          {
+            client: engine,
+            runEpisode: agentEpisodes({ model: engine, tools, rollout: config.rollout }),
+            score: (task, prediction) => scoreTask(task, prediction),
+            detokenize: (ids) => engine.detokenize(ids),
+          },
+          {
+            onStep: (m, total) =>
+              bar.step(
+                m.step + 1,
+                total,
+                `reward ${m.reward_mean.toFixed(3)} success ${m.success.toFixed(2)} kept ${m.groups_kept}/${m.groups_drawn} len ${m.response_length.toFixed(0)}`,
+              ),
+          },
+        );
+        bar.stop();
+        process.stdout.write(
+          `rl: ${summary.steps} steps, reward ${summary.last?.reward_mean.toFixed(3) ?? "-"}; ${path.join(summary.runDir, "last")} -> ${summary.checkpoint}\n`,
+        );
+      } finally {
+        bar.stop();
+        await engine.close();
+      }
+    });
+}

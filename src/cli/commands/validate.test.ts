@@ -1,0 +1,86 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { ByteTokenizer } from "../../model/index.js";
+import {
+  emptyTrajectoryStats,
+  renderObservation,
+  renderPrompt,
+  type Trajectory,
+} from "../../protocol/index.js";
+import { validateFile } from "./validate.js";
+
+const tok = new ByteTokenizer();
+const question = "Who wrote Dune?";
+
+function record(completion: [source: "model" | "tool", text: string][]): Trajectory {
+  return {
+    id: "r",
+    question,
+    profile: "mhqa",
+    model: "scripted",
+    tokenizer: tok.name,
+    promptIds: tok.encode(renderPrompt({ profile: "mhqa", question })),
+    segments: completion.map(([source, text]) => ({ source, ids: tok.encode(text) })),
+    answer: "Frank Herbert",
+    finishReason: "answer",
+    stats: emptyTrajectoryStats(),
+    meta: {},
+  };
+}
+
+const valid = record([
+  ["model", "<think>search it</think>\n<wiki_search>Dune author</wiki_search>"],
+  ["tool", renderObservation("Dune is a 1965 novel by Frank Herbert.")],
+  ["model", "<answer>Frank Herbert</answer>"],
+]);
+
+async function validate(lines: string[], profile?: "web") {
+  const file = join(mkdtempSync(join(tmpdir(), "coa-validate-")), "t.jsonl");
+  writeFileSync(file, `${lines.join("\n")}\n`);
+  const reported: string[] = [];
+  const summary = await validateFile(file, profile, (line) => reported.push(line.slice(file.length)));
+  return { summary, reported };
+}
+
+describe("coa validate", () => {
+  it("passes valid byte-tokenizer records", async () => {
+    const { summary, reported } = await validate([JSON.stringify(valid), "", JSON.stringify(valid)]);
+    expect(reported).toEqual([]);
+    expect(summary).toMatchObject({ records: 2, invalid: 0 });
+  });
+
+  it("reports bad JSON, schema errors and protocol errors by line and field", async () => {
+    const stray = record([["model", "<think>t</think> oops <answer>Frank Herbert</answer>"]]);
+    const { summary, reported } = await validate([
+      JSON.stringify(valid),
+      "{not json",
+      JSON.stringify({ ...valid, segments: [{ source: "model", ids: ["x"] }] }),
+      JSON.stringify(stray),
+    ]);
+    expect(reported).toEqual([
+      expect.stringMatching(/^:2: \(line\): invalid JSON: /),
+      ":3: segments.0.ids.0: Invalid input: expected number, received string",
+      ":4: segments[0]: stray_text: text outside any tag (characters 17-21)",
+    ]);
+    expect(summary).toMatchObject({ records: 4, invalid: 3 });
+    expect(Object.fromEntries(summary.byKind)).toEqual({ record: 2, stray_text: 1 });
+  });
+
+  it("checks every record against --profile when given", async () => {
+    const { reported } = await validate([JSON.stringify(valid)], "web");
+    expect(reported).toEqual([
+      ":1: segments[0]: disabled_tag: step 2: <wiki_search> is not enabled in profile web (characters 25-63)",
+    ]);
+  });
+
+  it("schema-checks records of other tokenizers without decoding them", async () => {
+    const { summary, reported } = await validate([
+      JSON.stringify({ ...valid, tokenizer: "Qwen/Qwen3-0.6B" }),
+    ]);
+    expect(reported).toEqual([]);
+    expect(summary).toMatchObject({ records: 1, invalid: 0 });
+    expect(summary.undecoded.get("Qwen/Qwen3-0.6B")).toBe(1);
+  });
+});

@@ -1,0 +1,130 @@
+import type { Tokenizer } from "../model/index.js";
+import {
+  normalizeQuery,
+  type ProfileName,
+  renderObservation,
+  renderPrompt,
+  renderSteps,
+  type Segment,
+  type Step,
+  type Trajectory,
+} from "../protocol/index.js";
+import type { MasTrace } from "../teacher/index.js";
+import type { Piece } from "./convert.js";
+
+export interface TextSegment {
+  source: "model" | "tool";
+  text: string;
+}
+
+/**
+ * The completion as the runtime would produce it: the model writes its steps up to a tool call's
+ * closing tag (where generation stops), the runtime appends `renderObservation(raw tool text)`, the
+ * model goes on. Joined, the texts read like `renderSteps` of all the steps.
+ */
+export function segmentTexts(pieces: readonly Piece[]): TextSegment[] {
+  const out: TextSegment[] = [];
+  let written: Step[] = [];
+  for (const piece of pieces) {
+    if (piece.step.type !== "observation") {
+      written.push(piece.step);
+      continue;
+    }
+    out.push({ source: "model", text: renderSteps(written) });
+    out.push({ source: "tool", text: renderObservation(piece.raw ?? piece.step.text) });
+    written = [];
+  }
+  if (written.length) out.push({ source: "model", text: renderSteps(written) });
+  return out;
+}
+
+/** Same call: same tool, arguments equal up to whitespace and (outside code) letter case, as the runtime's guard sees it. */
+export function callKey(step: Extract<Step, { type: "tool_call" }>): string {
+  const args = normalizeQuery(step.args);
+  return `${step.tool}\u0000${step.tool === "code" ? args : args.toLowerCase()}`;
+}
+
+export interface BuildOptions {
+  tokenizer: Tokenizer;
+  profile: ProfileName;
+  id: string;
+  meta?: Record<string, unknown>;
+}
+
+/**
+ * The token-exact record of a converted trace: prompt ids from `renderPrompt`, then one segment
+ * per model turn and per observation, each tokenized on its own as the runtime tokenizes them.
+ * Model segments carry no logprobs: the text is the teacher's, not sampled from the target model.
+ */
+export function buildTrajectory(trace: MasTrace, pieces: readonly Piece[], opts: BuildOptions): Trajectory {
+  const tok = opts.tokenizer;
+  const promptIds = tok.encode(renderPrompt({ profile: opts.profile, question: trace.question }));
+  const segments: Segment[] = segmentTexts(pieces).map((s) => ({
+    source: s.source,
+    ids: tok.encode(s.text),
+  }));
+  const steps = pieces.map((p) => p.step);
+  const answer = steps.findLast((s) => s.type === "answer");
+  return {
+    id: opts.id,
+    taskId: trace.taskId,
+    question: trace.question,
+    profile: opts.profile,
+    model: trace.model,
+    tokenizer: tok.name,
+    promptIds,
+    segments,
+    answer: answer?.type === "answer" ? answer.text : null,
+    finishReason: "answer",
+    stats: stats(trace, steps, promptIds.length, segments),
+    ...(trace.reward === null ? {} : { reward: trace.reward }),
+    origin: "distill",
+    meta: opts.meta ?? {},
+  };
+}
+
+function stats(
+  trace: MasTrace,
+  steps: readonly Step[],
+  promptTokens: number,
+  segments: readonly Segment[],
+): Trajectory["stats"] {
+  const toolCalls: Record<string, number> = {};
+  const seen = new Set<string>();
+  let duplicateCalls = 0;
+  for (const step of steps) {
+    if (step.type !== "tool_call") continue;
+    toolCalls[step.tool] = (toolCalls[step.tool] ?? 0) + 1;
+    const key = callKey(step);
+    if (seen.has(key)) duplicateCalls++;
+    seen.add(key);
+  }
+  let modelTokens = 0;
+  let toolTokens = 0;
+  let contextTokens = 0;
+  let modelCalls = 0;
+  for (const seg of segments) {
+    if (seg.source === "model") {
+      // Each model call reads the prompt and everything before its own turn.
+      contextTokens += promptTokens + modelTokens + toolTokens;
+      modelCalls++;
+      modelTokens += seg.ids.length;
+    } else toolTokens += seg.ids.length;
+  }
+  const ms = (tool: boolean) =>
+    trace.messages.filter((m) => (m.from === "tool") === tool).reduce((sum, m) => sum + m.ms, 0);
+  return {
+    turns: modelCalls,
+    toolCalls,
+    duplicateCalls,
+    formatErrors: 0,
+    promptTokens,
+    modelTokens,
+    toolTokens,
+    contextTokens,
+    modelCalls,
+    wallMs: trace.stats.wallMs,
+    modelMs: ms(false),
+    toolMs: ms(true),
+  };
+}

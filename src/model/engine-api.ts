@@ -1,0 +1,126 @@
+import { z } from "zod";
+
+// The engine's own endpoints (training, scoring, checkpoints, info), as engine/coa_engine/server.py
+// serves them. Completions, /tokenize and /detokenize follow vLLM and go through OpenAICompatibleClient.
+
+export const ENGINE_PRESETS = ["micro", "tiny", "small"] as const;
+export const EnginePreset = z.enum(ENGINE_PRESETS);
+export type EnginePreset = z.infer<typeof EnginePreset>;
+
+/** One training sequence; `loss_mask[t] = 1` trains the prediction of `input_ids[t]` from what precedes it. */
+export interface SftSequence {
+  input_ids: number[];
+  loss_mask: number[];
+}
+
+export interface StepOptions {
+  /** Learning rate for this step only; the configured one otherwise. */
+  lr?: number;
+  /** Bound on rows × padded length per forward pass. */
+  micro_batch_tokens?: number;
+}
+
+/**
+ * Per-token arrays are aligned with input_ids (entries off the mask are ignored) or hold one entry per
+ * `loss_mask = 1` position; `advantages` may also be one number for the whole sequence.
+ */
+export interface PolicySequence extends SftSequence {
+  advantages: number | number[];
+  /** Sampling-time logprobs; omitted means on-policy (ratio 1). */
+  old_logprobs?: number[];
+  /** Reference-model logprobs for the KL term; omitted means the engine's own reference snapshot. */
+  ref_logprobs?: number[];
+}
+
+export interface PolicyStepRequest extends StepOptions {
+  batch: PolicySequence[];
+  clip_low?: number;
+  clip_high?: number;
+  agg?: "token-mean" | "seq-mean";
+  kl_coef?: number;
+  /** Must equal the sampling temperature so logprobs compare with `old_logprobs`. */
+  temperature?: number;
+}
+
+const StepStats = {
+  grad_norm: z.number(),
+  lr: z.number(),
+  step: z.number().int(),
+  tokens_per_s: z.number(),
+  /** Tokens with loss_mask = 1 (position 0 excluded). */
+  tokens: z.number().int(),
+};
+
+export const SftStepResult = z.object({ loss: z.number(), ...StepStats });
+export type SftStepResult = z.infer<typeof SftStepResult>;
+
+export const EvalResult = z.object({ loss: z.number(), tokens: z.number().int() });
+export type EvalResult = z.infer<typeof EvalResult>;
+
+export const PolicyStepResult = z.object({
+  loss: z.number(),
+  pg_loss: z.number(),
+  /** Mean k3 estimate of KL to the reference; 0 when kl_coef is 0. */
+  kl: z.number(),
+  /** The same estimate against the sampling policy (old_logprobs). */
+  approx_kl: z.number(),
+  clip_frac: z.number(),
+  entropy: z.number(),
+  ...StepStats,
+});
+export type PolicyStepResult = z.infer<typeof PolicyStepResult>;
+
+export const OptimizerConfig = z.object({
+  lr: z.number(),
+  beta1: z.number(),
+  beta2: z.number(),
+  eps: z.number(),
+  weight_decay: z.number(),
+  grad_clip: z.number(),
+  micro_batch_tokens: z.number().int(),
+});
+export type OptimizerConfig = z.infer<typeof OptimizerConfig>;
+
+export const ScoreResult = z.object({ logprobs: z.array(z.array(z.number().nullable())) });
+
+export const CheckpointSaved = z.object({
+  dir: z.string(),
+  step: z.number().int(),
+  files: z.record(z.string(), z.string()),
+});
+export type CheckpointSaved = z.infer<typeof CheckpointSaved>;
+
+export const CheckpointLoaded = z.object({
+  dir: z.string(),
+  step: z.number().int(),
+  preset: z.string().nullable(),
+  params: z.number().int(),
+});
+export type CheckpointLoaded = z.infer<typeof CheckpointLoaded>;
+
+export const EngineInfo = z.object({
+  backend: z.enum(["coa", "hf"]),
+  model: z.string(),
+  preset: z.string().nullable(),
+  /** The built-in model's shape (dim, n_layers, n_heads, hidden_dim, max_seq_len, …); absent for hf. */
+  config: z.record(z.string(), z.number()).optional(),
+  params: z.number().int(),
+  max_model_len: z.number().int(),
+  tokenizer: z.object({ name: z.string(), vocab_size: z.number().int() }),
+  device: z.string(),
+  dtype: z.string(),
+  /** Matmul speed measured at start-up per dtype, which decided `dtype`. */
+  matmul_gflops: z.record(z.string(), z.number()),
+  threads: z.number().int(),
+  torch: z.string(),
+  checkpoint: z.string().nullable(),
+  step: z.number().int(),
+  optimizer: OptimizerConfig,
+  counters: z.object({
+    generated_tokens: z.number().int(),
+    generation_seconds: z.number(),
+    trained_tokens: z.number().int(),
+    train_seconds: z.number(),
+  }),
+});
+export type EngineInfo = z.infer<typeof EngineInfo>;

@@ -1,0 +1,166 @@
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import path from "node:path";
+import { createInterface } from "node:readline";
+import { z } from "zod";
+
+const Listening = z.object({ event: z.literal("listening"), url: z.string(), port: z.number().int() });
+
+export interface EngineProcessOptions {
+  python: string;
+  args: string[];
+  /** PYTHONPATH entry holding coa_engine. */
+  root: string;
+  /** Receives every log line the engine writes. */
+  onLog: (line: string) => void;
+  startTimeoutMs: number;
+}
+
+/**
+ * One engine child process: started, waited for until it listens, watched, and stopped. It is never
+ * restarted: once it dies, `failure` says why and every later use should fail with it. The child
+ * also exits by itself when our end of its stdin closes, so even a killed parent leaves no orphan.
+ */
+export class EngineProcess {
+  private exitMessage: string | null = null;
+  private readonly recentLog: string[] = [];
+  private readonly exited: Promise<void>;
+
+  private constructor(
+    private readonly child: ChildProcessWithoutNullStreams,
+    private readonly onLog: (line: string) => void,
+  ) {
+    createInterface({ input: child.stderr }).on("line", (line) => {
+      this.recentLog.push(line);
+      if (this.recentLog.length > 30) this.recentLog.shift();
+      this.onLog(line);
+    });
+    this.exited = new Promise((resolve) => {
+      child.on("exit", (code, signal) => {
+        this.exitMessage = `engine process ${child.pid} exited (${signal ? `signal ${signal}` : `code ${code}`})`;
+        live.delete(this);
+        if (live.size === 0) unwatchSignals();
+        resolve();
+      });
+    });
+    live.add(this);
+    watchSignals();
+  }
+
+  static async start(options: EngineProcessOptions): Promise<{ process: EngineProcess; url: string }> {
+    const env = {
+      ...process.env,
+      PYTHONPATH: [options.root, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter),
+      PYTHONUNBUFFERED: "1",
+    };
+    const child = spawn(options.python, ["-m", "coa_engine", ...options.args, "--exit-with-stdin"], {
+      env,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    const proc = new EngineProcess(child, options.onLog);
+    const url = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        proc.kill();
+        reject(proc.error(`the engine did not start listening within ${options.startTimeoutMs} ms`));
+      }, options.startTimeoutMs);
+      child.on("error", (err) => {
+        clearTimeout(timer);
+        reject(new Error(`could not start ${options.python}: ${err.message}`));
+      });
+      const lines = createInterface({ input: child.stdout });
+      lines.on("line", (line) => {
+        const ready = Listening.safeParse(safeJson(line));
+        if (ready.success) {
+          clearTimeout(timer);
+          resolve(ready.data.url);
+        } else options.onLog(line);
+      });
+      proc.exited.then(() => {
+        clearTimeout(timer);
+        reject(proc.error("the engine exited before it was ready"));
+      });
+    });
+    return { process: proc, url };
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /** Why the process is gone, or null while it runs. */
+  get failure(): string | null {
+    return this.exitMessage;
+  }
+
+  /** An error carrying the last lines of the engine's log, where Python tracebacks end up. */
+  error(message: string): Error {
+    const tail = this.recentLog.slice(-15).join("\n");
+    return new Error(
+      `${message}${this.exitMessage ? `: ${this.exitMessage}` : ""}${tail ? `\n${tail}` : ""}`,
+    );
+  }
+
+  /** Asks the engine to exit (closing its stdin), then kills it if it has not within `graceMs`. */
+  async stop(graceMs = 5000): Promise<void> {
+    if (this.exitMessage) return;
+    this.child.stdin.end();
+    const timer = setTimeout(() => this.kill(), graceMs);
+    await this.exited;
+    clearTimeout(timer);
+  }
+
+  /** Resolves true once the process has exited, false if it still runs after `ms`. */
+  async exitsWithin(ms: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+    });
+    const result = await Promise.race([this.exited.then(() => true), timeout]);
+    clearTimeout(timer);
+    return result;
+  }
+
+  kill(): void {
+    if (!this.exitMessage) this.child.kill("SIGKILL");
+  }
+}
+
+const live = new Set<EngineProcess>();
+
+function killAll(): void {
+  for (const p of live) p.kill();
+}
+
+function onSignal(signal: NodeJS.Signals): void {
+  killAll();
+  // Keep the default outcome (the process ends) unless someone else also listens for the signal.
+  if (process.listenerCount(signal) === 1) {
+    unwatchSignals();
+    process.kill(process.pid, signal);
+  }
+}
+
+let watching = false;
+
+function watchSignals(): void {
+  if (watching) return;
+  watching = true;
+  process.on("exit", killAll);
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+}
+
+function unwatchSignals(): void {
+  if (!watching) return;
+  watching = false;
+  process.off("exit", killAll);
+  process.off("SIGINT", onSignal);
+  process.off("SIGTERM", onSignal);
+}
+
+function safeJson(line: string): unknown {
+  try {
+    return JSON.parse(line);
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,66 @@
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+
+const run = promisify(execFile);
+
+export const TORCH_INSTALL_HINT =
+  "On Debian/Ubuntu: sudo apt-get install python3-torch libopenblas0-pthread (without OpenBLAS, Debian's " +
+  "torch is about ten times slower). Elsewhere: install torch >= 1.13 for Python >= 3.11 and set " +
+  "COA_PYTHON=/path/to/that/python.";
+
+export interface PythonWithTorch {
+  python: string;
+  torch: string;
+}
+
+/** Candidates in order: COA_PYTHON alone when set, else Debian's interpreter, then whatever is on PATH. */
+export function pythonCandidates(env: NodeJS.ProcessEnv = process.env): string[] {
+  if (env.COA_PYTHON) return [env.COA_PYTHON];
+  return ["/usr/bin/python3", "python3", "python"];
+}
+
+const found = new Map<string, Promise<PythonWithTorch>>();
+
+/** The first candidate that imports torch; the answer is remembered for the life of the process. */
+export function findPython(candidates: string[] = pythonCandidates()): Promise<PythonWithTorch> {
+  const key = candidates.join("\0");
+  let result = found.get(key);
+  if (!result) {
+    result = probe(candidates);
+    found.set(key, result);
+    result.catch(() => found.delete(key));
+  }
+  return result;
+}
+
+async function probe(candidates: string[]): Promise<PythonWithTorch> {
+  const tried: string[] = [];
+  for (const python of candidates) {
+    try {
+      const { stdout } = await run(python, ["-c", "import sys, torch; print(torch.__version__)"], {
+        timeout: 120_000,
+      });
+      return { python, torch: stdout.trim() };
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException & { stderr?: string };
+      const why = e.code === "ENOENT" ? "not found" : (e.stderr?.trim().split("\n").at(-1) ?? e.message);
+      tried.push(`${python} (${why})`);
+    }
+  }
+  throw new Error(`No Python with PyTorch found; tried ${tried.join(", ")}. ${TORCH_INSTALL_HINT}`);
+}
+
+/** The folder holding the `coa_engine` package, found upward from this module (src/ or dist/). */
+export function engineRoot(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const candidate = path.join(dir, "engine");
+    if (existsSync(path.join(candidate, "coa_engine", "__main__.py"))) return candidate;
+    const parent = path.dirname(dir);
+    if (parent === dir) throw new Error("engine/coa_engine not found above the coa installation");
+    dir = parent;
+  }
+}

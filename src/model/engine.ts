@@ -1,0 +1,218 @@
+import path from "node:path";
+import type { z } from "zod";
+import { tagTokens } from "../protocol/index.js";
+import { BYTE_TOKENIZER_NAME, ByteTokenizer } from "./byte-tokenizer.js";
+import {
+  CheckpointLoaded,
+  CheckpointSaved,
+  EngineInfo,
+  type EnginePreset,
+  EvalResult,
+  OptimizerConfig,
+  type PolicyStepRequest,
+  PolicyStepResult,
+  ScoreResult,
+  type SftSequence,
+  SftStepResult,
+  type StepOptions,
+} from "./engine-api.js";
+import { EngineProcess } from "./engine-process.js";
+import { engineRoot, findPython, pythonCandidates } from "./engine-python.js";
+import { JsonHttp } from "./json-http.js";
+import { OpenAICompatibleClient } from "./openai-client.js";
+import { parseWire } from "./openai-wire.js";
+import type { CallOptions, CompletionRequest, CompletionResult, ModelClient } from "./types.js";
+
+/** What the engine serves: a fresh preset, a saved checkpoint, or a Hugging Face model (needs transformers). */
+export type EngineSource = { preset: EnginePreset } | { checkpoint: string } | { hfModel: string };
+
+export interface EngineOptions {
+  /** Loopback port; 0 (default) takes a free one. */
+  port?: number;
+  /** Python to run; default: COA_PYTHON, then /usr/bin/python3, python3, python (the first with torch). */
+  python?: string;
+  /** Arithmetic: `auto` (default) times fp32 and bf16 matmuls at start and takes the faster. */
+  dtype?: "auto" | "fp32" | "bf16";
+  /** torch intra-op threads; default: every CPU the process may use. */
+  threads?: number;
+  /** Seed of a fresh model's weights (default 0, so a preset starts identical every time). */
+  seed?: number;
+  /** Overrides a preset's context length. */
+  maxSeqLen?: number;
+  /** Rows decoded together at most. */
+  maxBatch?: number;
+  /** Receives each engine log line; default: written to stderr with an `[engine]` prefix. */
+  onLog?: (line: string) => void;
+  logRequests?: boolean;
+  startTimeoutMs?: number;
+  /** Limit for one completion request (default 10 minutes). */
+  timeoutMs?: number;
+  /** Completion requests in flight at once; the engine batches them together (default 64). */
+  concurrency?: number;
+}
+
+const defaultLog = (line: string) => process.stderr.write(`[engine] ${line}\n`);
+
+/**
+ * The embedded PyTorch engine as a child process on loopback HTTP. It is a ModelClient exactly like a
+ * vLLM server (completions go through OpenAICompatibleClient), plus typed training, scoring and
+ * checkpoint calls. If the process dies, every later call fails with the reason; nothing restarts it.
+ */
+export class Engine implements ModelClient {
+  readonly name: string;
+  readonly tokenizer: string;
+  private readonly client: OpenAICompatibleClient;
+  private readonly control: JsonHttp;
+
+  private constructor(
+    private readonly process: EngineProcess,
+    /** Server root, e.g. http://127.0.0.1:41234. */
+    readonly url: string,
+    readonly startInfo: EngineInfo,
+    options: EngineOptions,
+  ) {
+    this.name = startInfo.model;
+    this.tokenizer = startInfo.tokenizer.name;
+    const local = new ByteTokenizer();
+    const byteLevel =
+      this.tokenizer === BYTE_TOKENIZER_NAME && startInfo.tokenizer.vocab_size === local.vocabSize;
+    this.client = new OpenAICompatibleClient({
+      baseUrl: url,
+      model: this.name,
+      api: "completions",
+      timeoutMs: options.timeoutMs ?? 600_000,
+      maxRetries: 0,
+      concurrency: options.concurrency ?? 64,
+      // Same ids as the engine's (a test holds the two tokenizers equal), without a round trip.
+      tokenizer: byteLevel ? local : undefined,
+      tokenizerName: this.tokenizer,
+    });
+    // Training steps are not idempotent: never retried.
+    this.control = new JsonHttp({ timeoutMs: 24 * 3600_000, maxRetries: 0, concurrency: 4 });
+  }
+
+  static async start(source: EngineSource, options: EngineOptions = {}): Promise<Engine> {
+    const python = options.python ? { python: options.python } : await findPython(pythonCandidates());
+    const args = ["--port", String(options.port ?? 0)];
+    if ("preset" in source) args.push("--preset", source.preset);
+    else if ("checkpoint" in source) args.push("--checkpoint", path.resolve(source.checkpoint));
+    else args.push("--hf-model", source.hfModel);
+    if (!("hfModel" in source)) args.push("--tags", JSON.stringify(tagTokens()));
+    if (options.dtype) args.push("--dtype", options.dtype);
+    if (options.threads) args.push("--threads", String(options.threads));
+    if (options.seed !== undefined) args.push("--seed", String(options.seed));
+    if (options.maxSeqLen) args.push("--max-seq-len", String(options.maxSeqLen));
+    if (options.maxBatch) args.push("--max-batch", String(options.maxBatch));
+    if (options.logRequests) args.push("--log-requests");
+    const { process: proc, url } = await EngineProcess.start({
+      python: python.python,
+      args,
+      root: engineRoot(),
+      onLog: options.onLog ?? defaultLog,
+      startTimeoutMs: options.startTimeoutMs ?? 120_000,
+    });
+    try {
+      const info = parseWire(EngineInfo, await new JsonHttp(HEALTH).get(`${url}/info`), `${url}/info`);
+      return new Engine(proc, url, info, options);
+    } catch (err) {
+      await proc.stop();
+      throw err;
+    }
+  }
+
+  /** The OpenAI-compatible base URL, for clients such as the `openai` npm package. */
+  get baseUrl(): string {
+    return `${this.url}/v1`;
+  }
+
+  get pid(): number | undefined {
+    return this.process.pid;
+  }
+
+  complete(request: CompletionRequest, options?: CallOptions): Promise<CompletionResult> {
+    return this.alive(() => this.client.complete(request, options));
+  }
+
+  tokenize(text: string, options?: CallOptions): Promise<number[]> {
+    return this.alive(() => this.client.tokenize(text, options));
+  }
+
+  detokenize(ids: readonly number[], options?: CallOptions): Promise<string> {
+    return this.alive(() => this.client.detokenize(ids, options));
+  }
+
+  info(): Promise<EngineInfo> {
+    return this.call(EngineInfo, "/info");
+  }
+
+  /** One optimizer step of cross-entropy on the loss_mask = 1 tokens. */
+  trainSft(req: { batch: SftSequence[] } & StepOptions): Promise<SftStepResult> {
+    return this.call(SftStepResult, "/train/sft", req);
+  }
+
+  /** The SFT loss without a step (held-out evaluation). */
+  evalSft(req: { batch: SftSequence[]; micro_batch_tokens?: number }): Promise<EvalResult> {
+    return this.call(EvalResult, "/eval/sft", req);
+  }
+
+  /** One optimizer step of the clipped policy-gradient loss. */
+  trainPolicy(req: PolicyStepRequest): Promise<PolicyStepResult> {
+    return this.call(PolicyStepResult, "/train/policy", req);
+  }
+
+  /** Changes optimizer settings (AdamW lr, betas, weight decay, grad clip, micro-batch size); returns them all. */
+  configureOptimizer(changes: Partial<OptimizerConfig> = {}): Promise<OptimizerConfig> {
+    return this.call(OptimizerConfig, "/train/config", changes);
+  }
+
+  /** Freezes the current weights as the KL reference. */
+  async setReference(): Promise<void> {
+    await this.alive(() => this.control.post(`${this.url}/train/reference`, {}));
+  }
+
+  /**
+   * Logprob of every token given its prefix under the current weights, aligned with the ids (null first),
+   * at the given sampling temperature.
+   */
+  async score(sequences: number[][], temperature = 1): Promise<(number | null)[][]> {
+    return (await this.call(ScoreResult, "/score", { sequences, temperature })).logprobs;
+  }
+
+  /** Weights, optimizer, tokenizer and step, written so that a kill never leaves a torn checkpoint. */
+  saveCheckpoint(dir: string): Promise<CheckpointSaved> {
+    return this.call(CheckpointSaved, "/checkpoint/save", { dir: path.resolve(dir) });
+  }
+
+  loadCheckpoint(dir: string): Promise<CheckpointLoaded> {
+    return this.call(CheckpointLoaded, "/checkpoint/load", { dir: path.resolve(dir) });
+  }
+
+  /** Stops the engine process; safe to call twice. */
+  async close(): Promise<void> {
+    await this.process.stop();
+  }
+
+  private call<T>(schema: z.ZodType<T>, route: string, body?: unknown): Promise<T> {
+    const url = `${this.url}${route}`;
+    return this.alive(async () =>
+      parseWire(
+        schema,
+        body === undefined ? await this.control.get(url) : await this.control.post(url, body),
+        url,
+      ),
+    );
+  }
+
+  private async alive<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.process.failure) throw this.process.error("the engine is not running");
+    try {
+      return await fn();
+    } catch (err) {
+      // A dropped connection usually means the process died; its exit event may come a moment later.
+      if (await this.process.exitsWithin(250)) throw this.process.error("the engine died during the request");
+      throw err;
+    }
+  }
+}
+
+const HEALTH = { timeoutMs: 30_000, maxRetries: 2, concurrency: 1, retryBaseMs: 200 };

@@ -1,0 +1,136 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import pLimit, { type LimitFunction } from "p-limit";
+import { ModelConnectionError, ModelError, ModelHttpError, ModelResponseError } from "./errors.js";
+
+export interface JsonHttpOptions {
+  /** Sent as `Authorization: Bearer …` when given. */
+  apiKey?: string;
+  /** Limit for one attempt, body included. */
+  timeoutMs: number;
+  /** Extra attempts after the first on 408/429/5xx, network errors and timeouts. */
+  maxRetries: number;
+  /** Requests in flight at once; the rest wait their turn. */
+  concurrency: number;
+  /** First backoff delay; it doubles per attempt, with jitter. */
+  retryBaseMs?: number;
+  /** Ceiling for one wait, whether computed or asked for by Retry-After. */
+  maxRetryDelayMs?: number;
+}
+
+/**
+ * JSON over HTTP with the failure handling every model server needs: a timeout per attempt,
+ * exponential backoff with jitter on transient failures (honouring Retry-After), no retry on other
+ * 4xx, and a cap on concurrent requests. Every error is a ModelError naming the URL.
+ */
+export class JsonHttp {
+  private readonly limit: LimitFunction;
+  private readonly retryBaseMs: number;
+  private readonly maxRetryDelayMs: number;
+
+  constructor(private readonly options: JsonHttpOptions) {
+    this.limit = pLimit(options.concurrency);
+    this.retryBaseMs = options.retryBaseMs ?? 500;
+    this.maxRetryDelayMs = options.maxRetryDelayMs ?? 60_000;
+  }
+
+  post(url: string, body: unknown, signal?: AbortSignal): Promise<unknown> {
+    return this.limit(() => this.send("POST", url, body, signal));
+  }
+
+  get(url: string, signal?: AbortSignal): Promise<unknown> {
+    return this.limit(() => this.send("GET", url, undefined, signal));
+  }
+
+  private async send(method: string, url: string, body: unknown, signal?: AbortSignal): Promise<unknown> {
+    const headers: Record<string, string> = { accept: "application/json" };
+    if (body !== undefined) headers["content-type"] = "application/json";
+    if (this.options.apiKey) headers.authorization = `Bearer ${this.options.apiKey}`;
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+
+    for (let attempt = 1; ; attempt++) {
+      signal?.throwIfAborted();
+      const timeout = AbortSignal.timeout(this.options.timeoutMs);
+      let failure: ModelError;
+      let waitMs = this.backoffMs(attempt);
+      try {
+        const response = await fetch(url, {
+          method,
+          headers,
+          body: payload,
+          signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+        });
+        const text = await response.text();
+        if (response.ok) return parseJson(text, method, url);
+        failure = new ModelHttpError(method, url, response.status, serverMessage(text), attempt);
+        if (!isRetryableStatus(response.status)) throw failure;
+        waitMs = retryAfterMs(response.headers.get("retry-after")) ?? waitMs;
+      } catch (err) {
+        if (err instanceof ModelError) throw err;
+        if (signal?.aborted) throw signal.reason;
+        failure = timeout.aborted
+          ? new ModelConnectionError(
+              method,
+              url,
+              true,
+              `no answer within ${this.options.timeoutMs} ms`,
+              attempt,
+              { cause: err },
+            )
+          : new ModelConnectionError(method, url, false, `request failed: ${describe(err)}`, attempt, {
+              cause: err,
+            });
+      }
+      if (attempt > this.options.maxRetries) throw failure;
+      await sleep(Math.min(waitMs, this.maxRetryDelayMs), undefined, { signal });
+    }
+  }
+
+  /** Exponential with "equal jitter": half the delay is fixed, half random, so retries spread out. */
+  private backoffMs(attempt: number): number {
+    const full = this.retryBaseMs * 2 ** (attempt - 1);
+    return full / 2 + Math.random() * (full / 2);
+  }
+}
+
+const isRetryableStatus = (status: number) => status === 408 || status === 429 || status >= 500;
+
+/** Retry-After is either seconds (fractions accepted) or an HTTP date. */
+function retryAfterMs(header: string | null): number | undefined {
+  if (header === null || header.trim() === "") return undefined;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const date = Date.parse(header);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+function parseJson(text: string, method: string, url: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new ModelResponseError(`${method} ${url} returned malformed JSON: ${clip(text)}`, url);
+  }
+}
+
+/** The server's own explanation: OpenAI `{error:{message}}`, vLLM `{message}`, FastAPI `{detail}`, or text. */
+function serverMessage(text: string): string {
+  try {
+    const body = JSON.parse(text) as Record<string, unknown>;
+    const error = body.error;
+    if (error && typeof error === "object" && "message" in error) return String(error.message);
+    if (typeof error === "string") return error;
+    if (typeof body.message === "string") return body.message;
+    if (body.detail !== undefined)
+      return typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail);
+  } catch {
+    // Not JSON: fall through to the raw text.
+  }
+  return clip(text.trim());
+}
+
+const clip = (text: string, max = 500) => (text.length > max ? `${text.slice(0, max)}…` : text);
+
+function describe(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = err.cause instanceof Error ? ` (${err.cause.message})` : "";
+  return `${err.message}${cause}`;
+}

@@ -1,0 +1,223 @@
+import type { z } from "zod";
+import type { Tokenizer } from "./byte-tokenizer.js";
+import { JsonHttp } from "./json-http.js";
+import {
+  ChatResponse,
+  CompletionsResponse,
+  chatChoices,
+  completionsChoices,
+  DetokenizeResponse,
+  idsFromTokenStrings,
+  ModelsResponse,
+  parseWire,
+  TokenizeResponse,
+  type WireChoice,
+} from "./openai-wire.js";
+import {
+  type CallOptions,
+  type CompletionChoice,
+  CompletionRequest,
+  type CompletionResult,
+  type ModelClient,
+} from "./types.js";
+
+type ParsedRequest = z.output<typeof CompletionRequest>;
+
+export interface OpenAICompatibleOptions {
+  /** Server root, with or without a trailing `/v1` (e.g. `http://127.0.0.1:8000/v1`). */
+  baseUrl: string;
+  model: string;
+  apiKey?: string;
+  /** `completions` (default) sends prompt text or ids; `chat` continues a final assistant message. */
+  api?: "completions" | "chat";
+  timeoutMs?: number;
+  maxRetries?: number;
+  concurrency?: number;
+  /** First retry delay (doubles per attempt, with jitter). */
+  retryBaseMs?: number;
+  /**
+   * A local tokenizer to use instead of the server's `/tokenize` and `/detokenize`. Give it when the
+   * server has no such endpoints, together with `textOnly` unless its ids are the server's own.
+   */
+  tokenizer?: Tokenizer;
+  /** Names the vocabulary in records; defaults to the local tokenizer's name, else the model name. */
+  tokenizerName?: string;
+  /**
+   * The server neither takes nor returns token ids (plain OpenAI, Ollama): prompts go as text and
+   * returned ids are re-tokenized from text, marked `exactIds: false`.
+   */
+  textOnly?: boolean;
+  /**
+   * Send vLLM's request extensions (`include_stop_str_in_output`, `return_token_ids`,
+   * `return_tokens_as_token_ids`). Default true; turn off for servers that reject unknown fields.
+   */
+  serverExtensions?: boolean;
+  /** Chat API only: a user turn sent before the assistant prefix, for templates that require one. */
+  chatUserMessage?: string;
+}
+
+/**
+ * ModelClient over an OpenAI-compatible HTTP server: vLLM and SGLang (token-exact: ids in, ids
+ * out), the embedded engine (same API), and llama.cpp, Ollama or OpenAI itself in text mode.
+ */
+export class OpenAICompatibleClient implements ModelClient {
+  readonly name: string;
+  readonly tokenizer: string;
+  private readonly root: string;
+  private readonly http: JsonHttp;
+  private readonly api: "completions" | "chat";
+  private readonly extensions: boolean;
+
+  constructor(private readonly options: OpenAICompatibleOptions) {
+    this.name = options.model;
+    this.tokenizer = options.tokenizerName ?? options.tokenizer?.name ?? options.model;
+    this.root = serverRoot(options.baseUrl);
+    this.api = options.api ?? "completions";
+    this.extensions = options.serverExtensions ?? true;
+    if (options.textOnly && !options.tokenizer)
+      throw new Error("OpenAICompatibleClient: textOnly needs a local tokenizer (option `tokenizer`)");
+    this.http = new JsonHttp({
+      apiKey: options.apiKey,
+      timeoutMs: options.timeoutMs ?? 120_000,
+      maxRetries: options.maxRetries ?? 3,
+      concurrency: options.concurrency ?? 8,
+      retryBaseMs: options.retryBaseMs,
+    });
+  }
+
+  async complete(request: CompletionRequest, options: CallOptions = {}): Promise<CompletionResult> {
+    const req = CompletionRequest.parse(request);
+    const { signal } = options;
+    const sampling = {
+      model: this.options.model,
+      max_tokens: req.maxTokens,
+      temperature: req.temperature,
+      top_p: req.topP,
+      n: req.n,
+      stop: req.stop.length ? req.stop : undefined,
+      seed: req.seed,
+      ...(this.extensions
+        ? { include_stop_str_in_output: true, return_token_ids: true, return_tokens_as_token_ids: true }
+        : {}),
+    };
+    let wire: WireChoice[];
+    let body: { model?: string; usage?: { prompt_tokens: number; completion_tokens: number } | null };
+    if (this.api === "chat") {
+      const url = `${this.root}/v1/chat/completions`;
+      const response = parseWire(
+        ChatResponse,
+        await this.http.post(
+          url,
+          {
+            ...sampling,
+            messages: [
+              ...(this.options.chatUserMessage
+                ? [{ role: "user", content: this.options.chatUserMessage }]
+                : []),
+              { role: "assistant", content: await this.promptText(req, signal) },
+            ],
+            continue_final_message: true,
+            add_generation_prompt: false,
+            logprobs: req.logprobs || undefined,
+          },
+          signal,
+        ),
+        url,
+      );
+      wire = chatChoices(response);
+      body = response;
+    } else {
+      const url = `${this.root}/v1/completions`;
+      const prompt =
+        req.promptIds && !this.options.textOnly ? req.promptIds : await this.promptText(req, signal);
+      const response = parseWire(
+        CompletionsResponse,
+        await this.http.post(url, { ...sampling, prompt, logprobs: req.logprobs ? 1 : undefined }, signal),
+        url,
+      );
+      wire = completionsChoices(response);
+      body = response;
+    }
+    wire.sort((a, b) => a.index - b.index);
+    const choices = await Promise.all(wire.map((c) => this.toChoice(c, req, signal)));
+    return {
+      model: body.model ?? this.name,
+      choices,
+      usage: body.usage
+        ? { promptTokens: body.usage.prompt_tokens, completionTokens: body.usage.completion_tokens }
+        : {
+            promptTokens: req.promptIds?.length ?? 0,
+            completionTokens: choices.reduce((n, c) => n + c.tokenIds.length, 0),
+          },
+    };
+  }
+
+  async tokenize(text: string, options: CallOptions = {}): Promise<number[]> {
+    if (this.options.tokenizer) return this.options.tokenizer.encode(text);
+    const url = `${this.root}/tokenize`;
+    const body = { model: this.options.model, prompt: text, add_special_tokens: false };
+    return parseWire(TokenizeResponse, await this.http.post(url, body, options.signal), url).tokens;
+  }
+
+  async detokenize(ids: readonly number[], options: CallOptions = {}): Promise<string> {
+    if (this.options.tokenizer) return this.options.tokenizer.decode(ids);
+    const url = `${this.root}/detokenize`;
+    const body = { model: this.options.model, tokens: ids };
+    return parseWire(DetokenizeResponse, await this.http.post(url, body, options.signal), url).prompt;
+  }
+
+  /** The ids of the models the server serves (`GET /v1/models`). */
+  async listModels(options: CallOptions = {}): Promise<string[]> {
+    const url = `${this.root}/v1/models`;
+    return parseWire(ModelsResponse, await this.http.get(url, options.signal), url).data.map((m) => m.id);
+  }
+
+  async close(): Promise<void> {}
+
+  private promptText(req: ParsedRequest, signal?: AbortSignal): Promise<string> {
+    return req.prompt !== undefined
+      ? Promise.resolve(req.prompt)
+      : this.detokenize(req.promptIds!, { signal });
+  }
+
+  /**
+   * Normalizes one choice to the contract: the stop string is kept at the end of text and ids, ids
+   * come from the server when it sent them, and are re-tokenized (and marked inexact) when not.
+   */
+  private async toChoice(c: WireChoice, req: ParsedRequest, signal?: AbortSignal): Promise<CompletionChoice> {
+    const finishReason = c.finishReason === "length" ? "length" : "stop";
+    let text = c.text;
+    let ids = this.options.textOnly ? undefined : (c.tokenIds ?? idsFromTokenStrings(c.tokenStrings));
+    let exact = ids !== undefined;
+    let logprobs = req.logprobs ? c.logprobs : undefined;
+
+    const reported =
+      typeof c.stopReason === "string" && req.stop.includes(c.stopReason) ? c.stopReason : null;
+    if (finishReason === "stop" && reported !== null && !text.endsWith(reported)) {
+      // The server dropped the matched stop string; put it back so "stop string kept" holds.
+      text += reported;
+      if (ids) ids = [...ids, ...(await this.tokenize(reported, { signal }))];
+      exact = false;
+    }
+    const stopSequence =
+      finishReason === "stop" ? (reported ?? req.stop.find((s) => text.endsWith(s)) ?? null) : null;
+    if (!ids) {
+      ids = await this.tokenize(text, { signal });
+      exact = false;
+    }
+    if (logprobs && logprobs.length !== ids.length) logprobs = undefined;
+    return {
+      text,
+      tokenIds: ids,
+      logprobs,
+      finishReason,
+      stopSequence,
+      ...(exact ? {} : { exactIds: false }),
+    };
+  }
+}
+
+/** `http://host:8000/v1/` → `http://host:8000`: /tokenize and /detokenize live at the root in vLLM. */
+function serverRoot(baseUrl: string): string {
+  return baseUrl.replace(/\/+$/, "").replace(/\/v1$/, "");
+}

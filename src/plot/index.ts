@@ -1,0 +1,2 @@
+export * from "./charts.js";
+export { type ChartOptions, renderVegaLite } from "./render.js";

@@ -1,0 +1,15 @@
+import { checkFormat, type ProfileName } from "../protocol/index.js";
+import { type Score, scored } from "./score.js";
+
+export interface FormatRewardOptions {
+  /** The text is raw model output (no runtime-injected observations), so an <observation> in it is forged. */
+  modelOutput?: boolean;
+  /** The trajectory is finished; false accepts a prefix still being generated. */
+  complete?: boolean;
+}
+
+/** 1 when a trajectory text parses and obeys the protocol's transition rules, with the error count recorded. */
+export function formatReward(text: string, profile: ProfileName, opts: FormatRewardOptions = {}): Score {
+  const check = checkFormat(text, profile, { modelOutput: opts.modelOutput, complete: opts.complete });
+  return scored("format", check.ok, { formatErrors: check.errors.length, steps: check.steps.length });
+}

@@ -1,0 +1,106 @@
+import type { ToolTag } from "../protocol/index.js";
+import { type Observation, type Tool, truncateText } from "../tools/index.js";
+import { badArgs, repeatedCall, toolCrashed, toolTimedOut, unavailableTool } from "./feedback.js";
+
+export interface ToolCallOutcome {
+  observation: Observation;
+  /** Answered from memory: the same tool with the same normalized arguments ran before. */
+  duplicate: boolean;
+}
+
+export interface ToolCallLimits {
+  timeoutMs: number;
+  maxChars: number;
+  goal: string;
+  signal?: AbortSignal;
+}
+
+/**
+ * Runs the model's tool calls so that nothing a tool does can end the episode: unknown tools, bad
+ * arguments, exceptions and timeouts all come back as observations. Successful results are
+ * remembered, so a repeated call is answered from memory with a note instead of running again.
+ */
+export class ToolCaller {
+  private readonly memory = new Map<string, Observation>();
+
+  // biome-ignore lint/suspicious/noExplicitAny: each tool has its own argument type
+  constructor(private readonly tools: ReadonlyMap<ToolTag, Tool<any>>) {}
+
+  /** Parses the raw arguments; returns the failure observation instead when the call cannot run. */
+  prepare(tag: ToolTag, raw: string): { tool: Tool<unknown>; args: unknown; key: string } | Observation {
+    const tool = this.tools.get(tag);
+    if (!tool) return failure(unavailableTool(tag), "unavailable");
+    try {
+      const args = tool.parseArgs(raw);
+      return { tool, args, key: callKey(tag, args) };
+    } catch (err) {
+      return failure(badArgs(tag, messageOf(err)), "bad_args");
+    }
+  }
+
+  async run(
+    prepared: { tool: Tool<unknown>; args: unknown; key: string },
+    limits: ToolCallLimits,
+  ): Promise<ToolCallOutcome> {
+    const earlier = this.memory.get(prepared.key);
+    if (earlier)
+      return {
+        observation: { ...earlier, text: repeatedCall(prepared.tool.tag, earlier.text), elapsedMs: 0 },
+        duplicate: true,
+      };
+    const observation = await runGuarded(prepared.tool, prepared.args, limits);
+    if (observation.ok) this.memory.set(prepared.key, observation);
+    return { observation, duplicate: false };
+  }
+}
+
+/** Same tool and same arguments up to whitespace (and, outside code, letter case). */
+function callKey(tag: ToolTag, args: unknown): string {
+  const json = JSON.stringify(args ?? null).replace(/\s+/g, " ");
+  return `${tag}\u0000${tag === "code" ? json : json.toLowerCase()}`;
+}
+
+/**
+ * Tools are asked to enforce their own timeout and output cap; this holds them to it anyway, since
+ * the runtime also runs tools it did not write.
+ */
+async function runGuarded(tool: Tool<unknown>, args: unknown, limits: ToolCallLimits): Promise<Observation> {
+  const started = performance.now();
+  const controller = new AbortController();
+  const onAbort = () => controller.abort(limits.signal?.reason);
+  limits.signal?.addEventListener("abort", onAbort, { once: true });
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<Observation>((resolve) => {
+    timer = setTimeout(() => {
+      controller.abort(new Error("tool timeout"));
+      resolve(failure(toolTimedOut(tool.tag, limits.timeoutMs), "timeout", performance.now() - started));
+    }, limits.timeoutMs);
+  });
+  try {
+    const ctx = {
+      signal: controller.signal,
+      timeoutMs: limits.timeoutMs,
+      maxChars: limits.maxChars,
+      goal: limits.goal,
+    };
+    const observation = await Promise.race([tool.run(args, ctx), timedOut]);
+    return capped(observation, limits.maxChars);
+  } catch (err) {
+    return failure(toolCrashed(tool.tag, messageOf(err)), "tool_error", performance.now() - started);
+  } finally {
+    clearTimeout(timer);
+    limits.signal?.removeEventListener("abort", onAbort);
+  }
+}
+
+/** Holds a tool to the output cap with the tools' own truncation marker. */
+function capped(observation: Observation, maxChars: number): Observation {
+  const { text, truncated } = truncateText(observation.text, maxChars);
+  return truncated ? { ...observation, text, truncated } : observation;
+}
+
+function failure(text: string, error: string, elapsedMs = 0): Observation {
+  return { text, ok: false, error, truncated: false, elapsedMs };
+}
+
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));

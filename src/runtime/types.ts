@@ -1,0 +1,77 @@
+import type { ModelClient } from "../model/index.js";
+import type { FinishReason, FormatError, ProfileName, Step, ToolTag, Trajectory } from "../protocol/index.js";
+import type { Observation, Tool } from "../tools/index.js";
+
+/** Where an episode stops; whichever limit is hit first ends it (see docs/runtime.md). */
+export interface Budget {
+  /** Model calls. */
+  maxTurns: number;
+  /** The whole context: prompt + model tokens + observation tokens. */
+  maxTokens: number;
+  /** Wall time of the episode, model and tools included. */
+  maxTimeMs: number;
+  /** Format errors tolerated; one more ends the episode. */
+  maxFormatErrors: number;
+}
+
+export interface Sampling {
+  temperature: number;
+  topP: number;
+  seed?: number;
+  /** Tokens per model call. A call that hits it is continued by the next call, not cut off. */
+  maxTokensPerTurn: number;
+}
+
+export const DEFAULT_BUDGET: Budget = {
+  maxTurns: 24,
+  maxTokens: 16_384,
+  maxTimeMs: 10 * 60_000,
+  maxFormatErrors: 3,
+};
+
+/** Temperature 1 and top-p 1 sample the policy itself, so recorded logprobs are what RL needs. */
+export const DEFAULT_SAMPLING: Sampling = { temperature: 1, topP: 1, maxTokensPerTurn: 1024 };
+
+export interface RunOptions {
+  model: ModelClient;
+  // biome-ignore lint/suspicious/noExplicitAny: each tool has its own argument type
+  tools: ReadonlyMap<ToolTag, Tool<any>>;
+  profile: ProfileName;
+  question: string;
+  taskId?: string;
+  budget?: Partial<Budget>;
+  sampling?: Partial<Sampling>;
+  /** Limit for one tool call (capped by the time left in the episode). */
+  toolTimeoutMs?: number;
+  /** Observation text beyond this is cut by the tool, with a marker. */
+  maxObservationChars?: number;
+  /** Recorded as Trajectory.origin; default "run". */
+  origin?: string;
+  onEvent?: (event: RunEvent) => void;
+  /** Cancels the episode: runAgent then rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+/** Live progress of an episode, in order, for printing and logging. */
+export type RunEvent =
+  | { type: "model"; turn: number; text: string; tokens: number; ms: number; finishReason: "stop" | "length" }
+  /** A step completed: parsed from model text, or an observation the runtime appended. */
+  | { type: "step"; turn: number; step: Step }
+  | { type: "format_error"; turn: number; errors: FormatError[]; total: number }
+  | { type: "tool_start"; turn: number; tool: ToolTag; args: string }
+  | { type: "tool_end"; turn: number; tool: ToolTag; observation: Observation; duplicate: boolean }
+  | { type: "finish"; finishReason: FinishReason; answer: string | null; trajectory: Trajectory };
+
+/** One model call as recorded in Trajectory.meta.calls: the per-step timing and what followed it. */
+export interface CallRecord {
+  turn: number;
+  modelMs: number;
+  modelTokens: number;
+  finishReason: "stop" | "length";
+  /** What the runtime did after the call: continued a cut-off turn, ran a tool, fed back errors, or ended. */
+  action: "continue" | "tool" | "feedback" | "answer";
+  tool?: ToolTag;
+  toolMs?: number;
+  duplicate?: boolean;
+  observationTokens?: number;
+}

@@ -1,0 +1,16 @@
+export { buildWorld, SIZES, type SizeConfig, type World, WorldSize } from "./build.js";
+export { readWorldManifest } from "./files.js";
+export {
+  type GeneratedWorld,
+  generateWorld,
+  SPLITS,
+  Split,
+  WORLD_VERSION,
+  WorldManifest,
+  writeWorld,
+} from "./generate.js";
+export { Plan, PlanRef, PlanStep, PlanSubject, ProgramName } from "./plan.js";
+export { hashString, Rng } from "./prng.js";
+export { inSentence, readFact } from "./prose.js";
+export { Attr, articleId, docUrl, EntityType, WORLD_HOST, WorldDoc } from "./schema.js";
+export { formatStats, type SplitStats, splitStats } from "./stats.js";

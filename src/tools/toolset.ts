@@ -1,0 +1,130 @@
+import { z } from "zod";
+import type { ModelClient } from "../model/index.js";
+import { PROFILES, ProfileName, type ToolTag } from "../protocol/index.js";
+import { createCodeTool } from "./code-tool.js";
+import { CorpusError } from "./corpus.js";
+import { CorpusIndex } from "./corpus-index.js";
+import { createCrawlTool } from "./crawl-tool.js";
+import { ToolFailure } from "./guard.js";
+import { SandboxLimits } from "./sandbox.js";
+import { createSearchTool } from "./search-tool.js";
+import type { Tool } from "./types.js";
+import { type SearchBackend, searxngBackend, serperBackend } from "./web-search.js";
+
+const isModelClient = (v: unknown): v is ModelClient =>
+  typeof v === "object" && v !== null && typeof (v as ModelClient).complete === "function";
+
+export const SearchConfig = z
+  .object({
+    provider: z.enum(["local", "serper", "searxng"]).default("local"),
+    apiKey: z.string().min(1).optional(),
+    baseUrl: z.url().optional(),
+    topK: z.number().int().positive().max(20).default(5),
+  })
+  .refine((s) => s.provider !== "serper" || s.apiKey, { message: "search.apiKey is required for serper" })
+  .refine((s) => s.provider !== "searxng" || s.baseUrl, {
+    message: "search.baseUrl is required for searxng",
+  });
+
+export const ToolsetConfig = z.object({
+  /** JSONL corpus `{id,title,text,url?}` behind local search and offline crawling. */
+  corpus: z.string().min(1).optional(),
+  /** Where the corpus index is kept; default `<corpus>.index/`. */
+  indexDir: z.string().min(1).optional(),
+  /** An index opened beforehand (`CorpusIndex.open`), used instead of opening `corpus` lazily. */
+  index: z.custom<CorpusIndex>((v) => v instanceof CorpusIndex, "index must be a CorpusIndex").optional(),
+  /** Only the tools this protocol profile enables; default all four. */
+  profile: ProfileName.default("all"),
+  /** `web_search` backend; `wiki_search` always searches the local corpus. */
+  search: SearchConfig.default({ provider: "local", topK: 5 }),
+  crawl: z
+    .object({
+      offline: z.boolean().default(false),
+      summarizer: z.custom<ModelClient>(isModelClient, "summarizer must be a ModelClient").optional(),
+      fileRoots: z.array(z.string()).default([]),
+      maxUrls: z.number().int().positive().default(5),
+      maxBytes: z
+        .number()
+        .int()
+        .positive()
+        .default(2 * 1024 ** 2),
+    })
+    .default({ offline: false, fileRoots: [], maxUrls: 5, maxBytes: 2 * 1024 ** 2 }),
+  code: z
+    .object({
+      unsafeNoSandbox: z.boolean().optional(),
+      python: z.string().optional(),
+      bwrap: z.string().optional(),
+      limits: SandboxLimits.partial().optional(),
+    })
+    .default({}),
+});
+export type ToolsetConfig = z.input<typeof ToolsetConfig>;
+
+/** The corpus index, opened on first use and shared by every tool that needs it. */
+function lazyIndex(config: z.infer<typeof ToolsetConfig>): (() => Promise<CorpusIndex>) | undefined {
+  if (config.index) {
+    const ready = Promise.resolve(config.index);
+    return () => ready;
+  }
+  const corpus = config.corpus;
+  if (!corpus) return undefined;
+  let opening: Promise<CorpusIndex> | undefined;
+  return () => {
+    opening ??= CorpusIndex.open(corpus, { indexDir: config.indexDir }).then((r) => r.index);
+    return opening;
+  };
+}
+
+function localBackend(index: (() => Promise<CorpusIndex>) | undefined): SearchBackend {
+  return {
+    async search(query, k) {
+      if (!index) throw new ToolFailure("no_corpus", "Local search has no corpus configured.");
+      try {
+        return await (await index()).search(query, k);
+      } catch (err) {
+        if (err instanceof CorpusError) throw new ToolFailure("corpus_error", err.message);
+        throw err;
+      }
+    },
+  };
+}
+
+function webBackend(search: z.infer<typeof SearchConfig>, local: SearchBackend): SearchBackend {
+  switch (search.provider) {
+    case "serper":
+      return serperBackend({ apiKey: search.apiKey!, baseUrl: search.baseUrl });
+    case "searxng":
+      return searxngBackend({ baseUrl: search.baseUrl! });
+    case "local":
+      return local;
+  }
+}
+
+/**
+ * The tool agents (`web_search`, `wiki_search`, `crawl_page`, `code`; those of `profile` only)
+ * configured from one config. The corpus index is opened lazily, on the first search or crawl that needs it (building it
+ * if no fresh index exists); to open it up front, and fail early on a bad corpus, pass
+ * `index: (await CorpusIndex.open(corpus)).index` instead of `corpus`.
+ */
+export function createToolset(input: ToolsetConfig = {}): Map<ToolTag, Tool> {
+  const config = ToolsetConfig.parse(input);
+  const index = lazyIndex(config);
+  const local = localBackend(index);
+  const { topK } = config.search;
+  const tools: Tool[] = [
+    createSearchTool("web_search", webBackend(config.search, local), topK),
+    createSearchTool("wiki_search", local, topK),
+    createCrawlTool({ ...config.crawl, corpus: index }),
+    createCodeTool({
+      sandbox: {
+        unsafeNoSandbox: config.code.unsafeNoSandbox,
+        python: config.code.python,
+        bwrap: config.code.bwrap,
+      },
+      limits: config.code.limits,
+    }),
+  ];
+  const enabled = new Set<ToolTag>(PROFILES[config.profile].tools);
+  return new Map(tools.filter((t) => enabled.has(t.tag)).map((t) => [t.tag, t]));
+}

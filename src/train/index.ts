@@ -1,0 +1,38 @@
+export { type CurveSpec, writeCurvesReport } from "./report.js";
+export { groupAdvantages, isInformative, overlongPenalty } from "./rl/advantages.js";
+export { miniBatches, policySequence } from "./rl/batch.js";
+export { RewardConfig, RlConfig, type RlConfigInput, RolloutConfig, UpdateConfig } from "./rl/config.js";
+export { agentEpisodes } from "./rl/episode.js";
+export {
+  type Detokenize,
+  type Group,
+  groupRewards,
+  type RunEpisode,
+  rolloutGroups,
+  type ScoreAnswer,
+  type ScoredSample,
+  scoreSample,
+} from "./rl/rollout.js";
+export {
+  drawTasks,
+  type RlDeps,
+  type RlRunOptions,
+  RlState,
+  type RlStepMetrics,
+  type RlSummary,
+  runRl,
+} from "./rl/trainer.js";
+export { Checkpoints, LAST_LINK, MetricsLog, STATE_FILE } from "./run-folder.js";
+export { LrSchedule, lrAt } from "./schedule.js";
+export { epochBatches, packInOrder, splitHoldout } from "./sft/batches.js";
+export { SftConfig, type SftConfigInput } from "./sft/config.js";
+export {
+  type BadLine,
+  fitLength,
+  loadSftData,
+  resolveTrajectoryFile,
+  type SftExample,
+  toSftExample,
+} from "./sft/data.js";
+export { runSft, type SftRunOptions, SftState, type SftStepMetrics, type SftSummary } from "./sft/trainer.js";
+export type { TrainerClient } from "./trainer-client.js";

@@ -1,0 +1,330 @@
+import { mkdtemp, readFile, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Engine, type PolicySequence, ScriptedModel } from "../model/index.js";
+import { completionIds, type Trajectory } from "../protocol/index.js";
+import { formatReward, scoreTask } from "../rewards/index.js";
+import { runAgent } from "../runtime/index.js";
+import type { Task } from "../tasks/index.js";
+import { createToolset } from "../tools/index.js";
+import {
+  agentEpisodes,
+  RlConfig,
+  type RlConfigInput,
+  type RlStepMetrics,
+  runRl,
+  runSft,
+  type SftStepMetrics,
+  type TrainerClient,
+} from "./index.js";
+
+// The toy world: one question, answered by a letter after one wiki_search. The SFT data answers
+// "b" three times out of four; RL rewards "a", so a rising reward means RL moved the policy.
+const QUESTION = "Pick a letter.";
+const CORPUS = [{ id: "d1", title: "Letters", text: "The letter a is the first letter." }];
+const quiet = { onLog: () => {}, maxSeqLen: 512, threads: 1 };
+
+let dir: string;
+let tools: ReturnType<typeof createToolset>;
+let sftCheckpoint: string;
+
+async function scriptedTrajectory(letter: string): Promise<Trajectory> {
+  const model = new ScriptedModel([
+    "<think>look it up</think>\n<wiki_search>letter</wiki_search>",
+    `<think>got it</think>\n<answer>${letter}</answer>`,
+  ]);
+  return runAgent({ model, tools, profile: "mhqa", question: QUESTION, maxObservationChars: 120 });
+}
+
+const tasks: Task[] = Array.from({ length: 4 }, (_, i) => ({
+  id: `toy-${i}`,
+  question: QUESTION,
+  answers: ["a"],
+  kind: "multihop",
+  source: "toy",
+  meta: {},
+}));
+
+const rlConfig = (out: string, over: Partial<RlConfigInput> = {}): RlConfigInput => ({
+  tasks: "toy",
+  out,
+  steps: 10,
+  groupSize: 4,
+  batchTasks: 2,
+  maxRefills: 1,
+  maxSequenceTokens: 512,
+  rollout: {
+    profile: "mhqa",
+    maxTokensPerTurn: 48,
+    maxTurns: 3,
+    maxResponseTokens: 200,
+    maxObservationChars: 120,
+    concurrency: 4,
+  },
+  reward: { overlongPenalty: false },
+  update: { lr: 1e-3, epochs: 2, miniBatchSize: 8 },
+  seed: 1,
+  ...over,
+});
+
+/** log p(answer a) − log p(answer b) for the scripted trajectory under the engine's weights. */
+async function preferenceForA(engine: Engine): Promise<number> {
+  const ids = (t: Trajectory) => [...t.promptIds, ...completionIds(t)];
+  const [a, b] = await engine.score([ids(await scriptedTrajectory("a")), ids(await scriptedTrajectory("b"))]);
+  const total = (lps: (number | null)[]) => lps.reduce((sum: number, lp) => sum + (lp ?? 0), 0);
+  return total(a) - total(b);
+}
+
+/** Wraps the engine so a test sees every policy batch it is sent. */
+function recording(engine: Engine): { client: TrainerClient; batches: PolicySequence[][] } {
+  const batches: PolicySequence[][] = [];
+  const client: TrainerClient = {
+    trainSft: (r) => engine.trainSft(r),
+    evalSft: (r) => engine.evalSft(r),
+    trainPolicy: (r) => {
+      batches.push(r.batch);
+      return engine.trainPolicy(r);
+    },
+    saveCheckpoint: (d) => engine.saveCheckpoint(d),
+    loadCheckpoint: (d) => engine.loadCheckpoint(d),
+  };
+  return { client, batches };
+}
+
+function rlDeps(engine: Engine, client: TrainerClient, config: RlConfigInput, episodes: Trajectory[] = []) {
+  const run = agentEpisodes({ model: engine, tools, rollout: RlConfig.parse(config).rollout });
+  return {
+    client,
+    runEpisode: async (task: Task, o: { seed: number }) => {
+      const t = await run(task, o);
+      episodes.push(t);
+      return t;
+    },
+    score: (task: Task, prediction: string | null) => scoreTask(task, prediction),
+    detokenize: (ids: readonly number[]) => engine.detokenize(ids),
+  };
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), "coa-train-"));
+  const corpus = path.join(dir, "corpus.jsonl");
+  await writeFile(corpus, CORPUS.map((d) => `${JSON.stringify(d)}\n`).join(""));
+  tools = createToolset({ corpus, indexDir: path.join(dir, "index"), profile: "mhqa" });
+  const lines: string[] = [];
+  for (let i = 0; i < 16; i++) lines.push(JSON.stringify(await scriptedTrajectory(i % 4 === 0 ? "a" : "b")));
+  lines.splice(3, 0, '{"not": "a trajectory"}');
+  await writeFile(path.join(dir, "native.jsonl"), `${lines.join("\n")}\n`);
+});
+
+describe("SFT on the engine", () => {
+  let engine: Engine;
+  afterAll(() => engine?.close());
+
+  it("teaches the micro model to emit well-formed CoA with a tool call", async () => {
+    engine = await Engine.start({ preset: "micro" }, quiet);
+    const bad: number[] = [];
+    const summary = await runSft(
+      {
+        data: dir,
+        out: path.join(dir, "sft"),
+        steps: 45,
+        lr: 3e-3,
+        warmupRatio: 0.1,
+        batchTokens: 2048,
+        maxLength: 512,
+        evalFraction: 0.15,
+        evalEvery: 15,
+        checkpointEvery: 20,
+      },
+      engine,
+      { onBadLine: (b) => bad.push(b.line) },
+    );
+    expect(bad).toEqual([4]);
+    expect(summary.steps).toBe(45);
+    expect(summary.examples).toMatchObject({ train: 14, eval: 2 });
+    const metrics = (await readFile(path.join(dir, "sft", "metrics.jsonl"), "utf8"))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(metrics).toHaveLength(45);
+    expect(metrics[44].loss).toBeLessThan(metrics[0].loss / 4);
+    expect(summary.evalLoss).toBeLessThan(metrics[0].loss / 4);
+    expect(await readFile(path.join(dir, "sft", "loss.svg"), "utf8")).toContain("<svg");
+    expect(await readFile(path.join(dir, "sft", "report.md"), "utf8")).toContain("![loss](loss.svg)");
+    sftCheckpoint = path.join(dir, "sft", "last");
+
+    const t = await runAgent({
+      model: engine,
+      tools,
+      profile: "mhqa",
+      question: QUESTION,
+      maxObservationChars: 120,
+      sampling: { temperature: 0, maxTokensPerTurn: 64 },
+      budget: { maxTurns: 4 },
+    });
+    const text = await engine.detokenize(completionIds(t));
+    expect(t.finishReason, text).toBe("answer");
+    expect(t.stats.formatErrors).toBe(0);
+    expect(t.stats.toolCalls.wiki_search).toBe(1);
+    expect(formatReward(text, "mhqa", { complete: true }).correct).toBe(true);
+  }, 120_000);
+});
+
+describe("SFT resume", () => {
+  it("continues after a kill with the same steps, none lost or repeated", async () => {
+    const config = (out: string, steps: number) => ({
+      data: dir,
+      out,
+      steps,
+      lr: 3e-3,
+      batchTokens: 1024,
+      maxLength: 512,
+      evalEvery: 0,
+      checkpointEvery: 3,
+      warmupRatio: 0.2,
+    });
+    const first = await Engine.start({ preset: "micro" }, quiet);
+    const second = await Engine.start({ preset: "micro" }, quiet);
+    try {
+      const full: SftStepMetrics[] = [];
+      await runSft(config(path.join(dir, "sft-full"), 6), first, { onStep: (m) => full.push(m) });
+
+      const killed = new AbortController();
+      const out = path.join(dir, "sft-killed");
+      await expect(
+        runSft(config(out, 6), second, {
+          signal: killed.signal,
+          onStep: (m) => m.step === 4 && killed.abort(new Error("killed")),
+        }),
+      ).rejects.toThrow("killed");
+      await second.close();
+
+      const fresh = await Engine.start({ preset: "micro" }, quiet);
+      try {
+        const resumed: SftStepMetrics[] = [];
+        const summary = await runSft(config(out, 6), fresh, { onStep: (m) => resumed.push(m) });
+        expect(summary.resumedFromStep).toBe(3);
+        expect(resumed.map((m) => m.step)).toEqual([3, 4, 5]);
+        for (const m of resumed) {
+          expect(m.lr).toBe(full[m.step].lr);
+          expect(m.sequences).toBe(full[m.step].sequences);
+          expect(m.loss).toBeCloseTo(full[m.step].loss, 5);
+        }
+        const logged = (await readFile(path.join(out, "metrics.jsonl"), "utf8")).trim().split("\n");
+        expect(logged.map((l) => JSON.parse(l).step)).toEqual([0, 1, 2, 3, 4, 5]);
+      } finally {
+        await fresh.close();
+      }
+    } finally {
+      await first.close();
+      await second.close();
+    }
+  }, 120_000);
+});
+
+describe("agentic RL on the engine", () => {
+  let engine: Engine;
+  afterAll(() => engine?.close());
+
+  it("raises the toy reward, and tool tokens never receive gradient", async () => {
+    engine = await Engine.start({ checkpoint: sftCheckpoint }, quiet);
+    const { client, batches } = recording(engine);
+    const episodes: Trajectory[] = [];
+    const config = rlConfig(path.join(dir, "rl"));
+    const steps: RlStepMetrics[] = [];
+    const before = await preferenceForA(engine);
+    await runRl(config, tasks, rlDeps(engine, client, config, episodes), { onStep: (m) => steps.push(m) });
+    const after = await preferenceForA(engine);
+    expect(await readFile(path.join(dir, "rl", "report.md"), "utf8")).toContain("reward.svg");
+    expect(after - before, `${before} -> ${after}`).toBeGreaterThan(1);
+
+    console.log(
+      steps.map((m) => `${m.step}: success ${m.success.toFixed(2)} kept ${m.groups_kept}`).join("\n"),
+    );
+    const early = steps.slice(0, 3).reduce((a, m) => a + m.success, 0) / 3;
+    const late = steps.slice(-3).reduce((a, m) => a + m.success, 0) / 3;
+    expect(late, JSON.stringify(steps.map((m) => m.success))).toBeGreaterThan(early);
+
+    // Every sequence sent for training is an episode's ids; its tool tokens carry no loss and no advantage.
+    const byIds = new Map(episodes.map((t) => [JSON.stringify([...t.promptIds, ...completionIds(t)]), t]));
+    let toolTokens = 0;
+    for (const seq of batches.flat()) {
+      const t = byIds.get(JSON.stringify(seq.input_ids));
+      expect(t).toBeDefined();
+      let pos = t!.promptIds.length;
+      for (const s of t!.segments) {
+        for (let i = 0; i < s.ids.length; i++, pos++) {
+          const want = s.source === "model" ? 1 : 0;
+          expect(seq.loss_mask[pos]).toBe(want);
+          if (!want) expect((seq.advantages as number[])[pos]).toBe(0);
+          if (!want) toolTokens++;
+        }
+      }
+      expect(seq.loss_mask.slice(0, t!.promptIds.length).every((m) => m === 0)).toBe(true);
+    }
+    expect(toolTokens).toBeGreaterThan(0);
+  }, 240_000);
+
+  it("resumes after a kill with the same next step", async () => {
+    // The uninterrupted run takes steps 0-2; the killed one was meant to take 4 but dies after
+    // logging step 2, whose checkpoint (at 3, or at the end) was never written; it resumes for 3.
+    let steps = 3;
+    const config = (out: string) =>
+      rlConfig(out, {
+        steps,
+        checkpointEvery: 2,
+        groupSize: 4,
+        batchTasks: 1,
+        // Every step then sends a batch, so there is a batch to compare.
+        dynamicSampling: false,
+        rollout: { ...rlConfig("").rollout, concurrency: 1 },
+      });
+    await engine.loadCheckpoint(sftCheckpoint);
+    const full = recording(engine);
+    const fullSteps: RlStepMetrics[] = [];
+    const batchesBefore: number[] = [];
+    await runRl(config(path.join(dir, "rl-full")), tasks, rlDeps(engine, full.client, config("")), {
+      onStep: (m) => {
+        fullSteps.push(m);
+        batchesBefore.push(full.batches.length - m.updates);
+      },
+    });
+
+    await engine.loadCheckpoint(sftCheckpoint);
+    steps = 4;
+    const killed = new AbortController();
+    const out = path.join(dir, "rl-killed");
+    await expect(
+      runRl(config(out), tasks, rlDeps(engine, engine, config("")), {
+        signal: killed.signal,
+        onStep: (m) => m.step === 2 && killed.abort(new Error("killed")),
+      }),
+    ).rejects.toThrow("killed");
+
+    const fresh = await Engine.start({ preset: "micro" }, quiet);
+    steps = 3;
+    try {
+      const resumed = recording(fresh);
+      const resumedSteps: RlStepMetrics[] = [];
+      const summary = await runRl(config(out), tasks, rlDeps(fresh, resumed.client, config("")), {
+        onStep: (m) => resumedSteps.push(m),
+      });
+      expect(summary.resumedFromStep).toBe(2);
+      expect(resumedSteps.map((m) => m.step)).toEqual([2]);
+      const step2 = (b: PolicySequence[][], first: number) => b.slice(first, first + fullSteps[2].updates);
+      const want = step2(full.batches, batchesBefore[2]);
+      expect(want.length).toBeGreaterThan(0);
+      const got = step2(resumed.batches, 0);
+      expect(got.map((x) => x.map((s) => s.input_ids))).toEqual(want.map((x) => x.map((s) => s.input_ids)));
+      expect(got.map((x) => x.map((s) => s.advantages))).toEqual(want.map((x) => x.map((s) => s.advantages)));
+      expect(resumedSteps[0].reward_mean).toBe(fullSteps[2].reward_mean);
+      expect(resumedSteps[0].groups_kept).toBe(fullSteps[2].groups_kept);
+      expect(resumedSteps[0].loss).toBeCloseTo(fullSteps[2].loss, 5);
+      const logged = (await readFile(path.join(out, "metrics.jsonl"), "utf8")).trim().split("\n");
+      expect(logged.map((l) => JSON.parse(l).step)).toEqual([0, 1, 2]);
+    } finally {
+      await fresh.close();
+    }
+  }, 240_000);
+});

@@ -1,0 +1,10 @@
+import type { Engine } from "../model/index.js";
+
+/**
+ * What the trainers need from the engine. The embedded Engine is one; tests wrap it to inspect
+ * every batch sent.
+ */
+export type TrainerClient = Pick<
+  Engine,
+  "trainSft" | "evalSft" | "trainPolicy" | "saveCheckpoint" | "loadCheckpoint"
+>;
