@@ -1,9 +1,8 @@
-import { createReadStream } from "node:fs";
 import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
-import { createInterface } from "node:readline";
 import type { z } from "zod";
 import { MasTrace } from "../teacher/index.js";
+import { jsonlLines } from "../util/index.js";
 
 /** Where a trace came from: file and 1-based line. */
 export interface TraceRef {
@@ -73,11 +72,6 @@ function fieldPath(p: readonly PropertyKey[]): string {
 /** Every non-blank line of the files, in order, as a parsed trace or a reason it is unusable. */
 export async function* readTraceLines(files: readonly string[]): AsyncGenerator<TraceLine> {
   for (const file of files) {
-    const lines = createInterface({ input: createReadStream(file, "utf8"), crlfDelay: Infinity });
-    let line = 0;
-    for await (const text of lines) {
-      line++;
-      if (text.trim()) yield parseTraceLine(text, { file, line });
-    }
+    for await (const { line, text } of jsonlLines(file)) yield parseTraceLine(text, { file, line });
   }
 }

@@ -10,4 +10,5 @@ export {
   successMetrics,
   type TaskSamples,
 } from "./metrics.js";
+export { type Report, type ReportBlock, type ReportSection, reportHtml, reportMarkdown } from "./report.js";
 export { type EvalOptions, type EvalSummary, evaluate, SampleVerdict } from "./run.js";

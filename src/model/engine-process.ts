@@ -35,12 +35,17 @@ export class EngineProcess {
       this.onLog(line);
     });
     this.exited = new Promise((resolve) => {
-      child.on("exit", (code, signal) => {
-        this.exitMessage = `engine process ${child.pid} exited (${signal ? `signal ${signal}` : `code ${code}`})`;
+      const gone = (message: string) => {
+        this.exitMessage ??= message;
         live.delete(this);
         if (live.size === 0) unwatchSignals();
         resolve();
-      });
+      };
+      child.on("exit", (code, signal) =>
+        gone(`engine process ${child.pid} exited (${signal ? `signal ${signal}` : `code ${code}`})`),
+      );
+      // A failed spawn (no such interpreter) may never emit "exit".
+      child.on("error", (err) => gone(`could not run ${child.spawnfile}: ${err.message}`));
     });
     live.add(this);
     watchSignals();
@@ -62,10 +67,6 @@ export class EngineProcess {
         proc.kill();
         reject(proc.error(`the engine did not start listening within ${options.startTimeoutMs} ms`));
       }, options.startTimeoutMs);
-      child.on("error", (err) => {
-        clearTimeout(timer);
-        reject(new Error(`could not start ${options.python}: ${err.message}`));
-      });
       const lines = createInterface({ input: child.stdout });
       lines.on("line", (line) => {
         const ready = Listening.safeParse(safeJson(line));

@@ -1,5 +1,5 @@
 import type { ToolTag } from "../protocol/index.js";
-import { type Observation, type Tool, truncateText } from "../tools/index.js";
+import { type Observation, type Tool, truncateText, withDeadline } from "../tools/index.js";
 import { badArgs, repeatedCall, toolCrashed, toolTimedOut, unavailableTool } from "./feedback.js";
 
 export interface ToolCallOutcome {
@@ -62,35 +62,23 @@ function callKey(tag: ToolTag, args: unknown): string {
 
 /**
  * Tools are asked to enforce their own timeout and output cap; this holds them to it anyway, since
- * the runtime also runs tools it did not write.
+ * the runtime also runs tools it did not write. No grace past the deadline: it may be the episode's.
  */
 async function runGuarded(tool: Tool<unknown>, args: unknown, limits: ToolCallLimits): Promise<Observation> {
   const started = performance.now();
-  const controller = new AbortController();
-  const onAbort = () => controller.abort(limits.signal?.reason);
-  limits.signal?.addEventListener("abort", onAbort, { once: true });
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<Observation>((resolve) => {
-    timer = setTimeout(() => {
-      controller.abort(new Error("tool timeout"));
-      resolve(failure(toolTimedOut(tool.tag, limits.timeoutMs), "timeout", performance.now() - started));
-    }, limits.timeoutMs);
-  });
-  try {
-    const ctx = {
-      signal: controller.signal,
-      timeoutMs: limits.timeoutMs,
-      maxChars: limits.maxChars,
-      goal: limits.goal,
-    };
-    const observation = await Promise.race([tool.run(args, ctx), timedOut]);
-    return capped(observation, limits.maxChars);
-  } catch (err) {
-    return failure(toolCrashed(tool.tag, messageOf(err)), "tool_error", performance.now() - started);
-  } finally {
-    clearTimeout(timer);
-    limits.signal?.removeEventListener("abort", onAbort);
-  }
+  const { timeoutMs, maxChars, goal } = limits;
+  return withDeadline(
+    limits,
+    0,
+    async (signal) => {
+      try {
+        return capped(await tool.run(args, { signal, timeoutMs, maxChars, goal }), maxChars);
+      } catch (err) {
+        return failure(toolCrashed(tool.tag, messageOf(err)), "tool_error", performance.now() - started);
+      }
+    },
+    () => failure(toolTimedOut(tool.tag, timeoutMs), "timeout", performance.now() - started),
+  );
 }
 
 /** Holds a tool to the output cap with the tools' own truncation marker. */

@@ -2,16 +2,8 @@ import path from "node:path";
 import { ByteTokenizer } from "../model/index.js";
 import { completionIds, parseCoa, type Step, type Trajectory } from "../protocol/index.js";
 import type { MasTrace } from "../teacher/index.js";
+import { escapeHtml } from "../util/index.js";
 import type { LoadedRecords, ViewRecord } from "./records.js";
-
-const ESCAPES: Record<string, string> = {
-  "&": "&amp;",
-  "<": "&lt;",
-  ">": "&gt;",
-  '"': "&quot;",
-  "'": "&#39;",
-};
-export const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
 
 const STYLE = `
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}

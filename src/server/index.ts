@@ -1,3 +1,2 @@
-export { escapeHtml } from "./html.js";
 export { findJsonlFiles, type LoadedRecords, loadRecords, type ViewRecord } from "./records.js";
 export { type RunningViewer, startViewer, type ViewerOptions, viewerApp } from "./viewer.js";

@@ -1,9 +1,8 @@
-import { createReadStream } from "node:fs";
 import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
-import { createInterface } from "node:readline";
 import { Trajectory } from "../protocol/index.js";
 import { MasTrace } from "../teacher/index.js";
+import { jsonlLines } from "../util/index.js";
 
 /** One record the viewer can show: a token-exact trajectory or a multi-agent trace. */
 export type ViewRecord =
@@ -55,11 +54,7 @@ export async function loadRecords(paths: readonly string[]): Promise<LoadedRecor
   for (const file of files) {
     let count = 0;
     let firstReason = "";
-    let line = 0;
-    const lines = createInterface({ input: createReadStream(file), crlfDelay: Number.POSITIVE_INFINITY });
-    for await (const text of lines) {
-      line++;
-      if (!text.trim()) continue;
+    for await (const { line, text } of jsonlLines(file)) {
       let parsed: unknown;
       try {
         parsed = JSON.parse(text);

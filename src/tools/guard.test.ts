@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { guardTool, ToolFailure, truncateText } from "./guard.js";
+import { guardTool, ToolFailure, truncateText, withDeadline } from "./guard.js";
 
 const ctx = { timeoutMs: 200, maxChars: 100 };
 
@@ -57,5 +57,52 @@ describe("guardTool", () => {
       Promise.reject(signal.reason),
     );
     expect(obs).toMatchObject({ ok: false, error: "aborted" });
+  });
+});
+
+describe("withDeadline", () => {
+  it("abandons a body that ignores its signal at the deadline when given no grace", async () => {
+    let aborted = false;
+    const result = await withDeadline(
+      { timeoutMs: 30 },
+      0,
+      (signal) => {
+        signal.addEventListener("abort", () => {
+          aborted = true;
+        });
+        return new Promise<string>(() => {});
+      },
+      () => "gave up",
+    );
+    expect(result).toBe("gave up");
+    expect(aborted).toBe(true);
+  });
+
+  it("passes on the body's result, or its exception, and forwards the caller's cancel", async () => {
+    expect(
+      await withDeadline(
+        { timeoutMs: 1000 },
+        0,
+        async () => "done",
+        () => "late",
+      ),
+    ).toBe("done");
+    await expect(
+      withDeadline(
+        { timeoutMs: 1000 },
+        0,
+        () => Promise.reject(new Error("boom")),
+        () => "late",
+      ),
+    ).rejects.toThrow("boom");
+    const controller = new AbortController();
+    controller.abort(new Error("stop"));
+    const reason = await withDeadline(
+      { timeoutMs: 1000, signal: controller.signal },
+      0,
+      async (signal) => (signal.reason as Error).message,
+      () => "late",
+    );
+    expect(reason).toBe("stop");
   });
 });

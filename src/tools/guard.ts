@@ -36,6 +36,40 @@ export function errorMessage(err: unknown): string {
 }
 
 /**
+ * Runs `body` with a signal that fires when `ctx.signal` does or at `ctx.timeoutMs`. A body still
+ * running `graceMs` after that deadline is abandoned and `onTimeout()` becomes the result; with no
+ * grace it is abandoned at the deadline itself. Exceptions from the body pass through.
+ */
+export async function withDeadline<T>(
+  ctx: { signal?: AbortSignal; timeoutMs: number },
+  graceMs: number,
+  body: (signal: AbortSignal) => Promise<T>,
+  onTimeout: () => T,
+): Promise<T> {
+  const controller = new AbortController();
+  const onAbort = () => controller.abort(ctx.signal?.reason);
+  if (ctx.signal?.aborted) onAbort();
+  ctx.signal?.addEventListener("abort", onAbort, { once: true });
+  const timers: NodeJS.Timeout[] = [];
+  const abandoned = new Promise<T>((resolve) => {
+    const giveUp = () => resolve(onTimeout());
+    timers.push(
+      setTimeout(() => {
+        controller.abort(new Error("timeout"));
+        if (graceMs <= 0) giveUp();
+      }, ctx.timeoutMs),
+    );
+    if (graceMs > 0) timers.push(setTimeout(giveUp, ctx.timeoutMs + graceMs));
+  });
+  try {
+    return await Promise.race([body(controller.signal), abandoned]);
+  } finally {
+    for (const timer of timers) clearTimeout(timer);
+    ctx.signal?.removeEventListener("abort", onAbort);
+  }
+}
+
+/**
  * Runs a tool body under the context's deadline and abort signal and turns whatever happens into an
  * Observation: never throws. The body gets a signal that fires at the deadline; a body that ignores
  * it is abandoned shortly after and reported as a timeout.
@@ -45,30 +79,20 @@ export async function guardTool(
   body: (signal: AbortSignal) => Promise<ToolOutcome>,
 ): Promise<Observation> {
   const started = performance.now();
-  const controller = new AbortController();
-  const onAbort = () => controller.abort(ctx.signal?.reason);
-  if (ctx.signal?.aborted) onAbort();
-  ctx.signal?.addEventListener("abort", onAbort, { once: true });
-  const deadline = setTimeout(() => controller.abort(new Error("timeout")), ctx.timeoutMs);
-  let backstop: NodeJS.Timeout | undefined;
-  const abandoned = new Promise<ToolOutcome>((resolve) => {
-    backstop = setTimeout(
-      () => resolve({ ok: false, error: "timeout", text: `Tool call timed out after ${ctx.timeoutMs} ms.` }),
-      ctx.timeoutMs + DEADLINE_GRACE_MS,
-    );
-  });
-  let outcome: ToolOutcome;
-  try {
-    outcome = await Promise.race([body(controller.signal), abandoned]);
-  } catch (err) {
-    if (controller.signal.aborted) outcome = abortedOutcome(ctx);
-    else if (err instanceof ToolFailure) outcome = { ok: false, error: err.code, text: err.message };
-    else outcome = { ok: false, error: "tool_error", text: `Tool failed: ${errorMessage(err)}` };
-  } finally {
-    clearTimeout(deadline);
-    clearTimeout(backstop);
-    ctx.signal?.removeEventListener("abort", onAbort);
-  }
+  const outcome = await withDeadline(
+    ctx,
+    DEADLINE_GRACE_MS,
+    async (signal) => {
+      try {
+        return await body(signal);
+      } catch (err) {
+        if (signal.aborted) return abortedOutcome(ctx);
+        if (err instanceof ToolFailure) return { ok: false, error: err.code, text: err.message };
+        return { ok: false, error: "tool_error", text: `Tool failed: ${errorMessage(err)}` };
+      }
+    },
+    () => timedOutOutcome(ctx),
+  );
   const { text, truncated } = truncateText(outcome.text, ctx.maxChars);
   const observation: Observation = {
     text,
@@ -80,7 +104,13 @@ export async function guardTool(
   return observation;
 }
 
+const timedOutOutcome = (ctx: ToolContext): ToolOutcome => ({
+  ok: false,
+  error: "timeout",
+  text: `Tool call timed out after ${ctx.timeoutMs} ms.`,
+});
+
 function abortedOutcome(ctx: ToolContext): ToolOutcome {
   if (ctx.signal?.aborted) return { ok: false, error: "aborted", text: "Tool call was cancelled." };
-  return { ok: false, error: "timeout", text: `Tool call timed out after ${ctx.timeoutMs} ms.` };
+  return timedOutOutcome(ctx);
 }

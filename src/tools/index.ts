@@ -8,7 +8,7 @@ export {
   type OpenIndexOptions,
 } from "./corpus-index.js";
 export { type CrawlArgs, createCrawlTool } from "./crawl-tool.js";
-export { truncateText } from "./guard.js";
+export { truncateText, withDeadline } from "./guard.js";
 export {
   type KilledBy,
   type PythonRun,

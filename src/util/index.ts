@@ -1,1 +1,2 @@
-export { appendJsonl, readJsonlTolerant, repairJsonlTail } from "./jsonl.js";
+export { escapeHtml } from "./html.js";
+export { appendJsonl, jsonlLines, readJsonlTolerant, repairJsonlTail } from "./jsonl.js";

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { appendJsonl, readJsonlTolerant, repairJsonlTail } from "./jsonl.js";
+import { appendJsonl, jsonlLines, readJsonlTolerant, repairJsonlTail } from "./jsonl.js";
 
 const Row = z.object({ n: z.number() });
 
@@ -24,5 +24,19 @@ describe("JSONL with torn writes", () => {
     const file = path.join(tmpdir(), "coa-missing-file.jsonl");
     expect(await readJsonlTolerant(file, Row)).toEqual({ records: [], bad: [] });
     expect(await repairJsonlTail(file)).toBe(false);
+  });
+});
+
+describe("jsonlLines", () => {
+  it("yields the non-blank lines with the numbers an editor shows: CRLF, blank and torn last lines too", async () => {
+    const file = path.join(await mkdtemp(path.join(tmpdir(), "coa-jsonl-")), "lines.jsonl");
+    await writeFile(file, '{"n":1}\r\n\n  \n{"n":2}\n{"n":3');
+    const lines: { line: number; text: string }[] = [];
+    for await (const l of jsonlLines(file)) lines.push(l);
+    expect(lines).toEqual([
+      { line: 1, text: '{"n":1}' },
+      { line: 4, text: '{"n":2}' },
+      { line: 5, text: '{"n":3' },
+    ]);
   });
 });

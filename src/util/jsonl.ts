@@ -4,6 +4,18 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import type { z } from "zod";
 
+/** The non-blank lines of a JSONL file (or an open stream of one), numbered from 1 as editors do. */
+export async function* jsonlLines(
+  input: string | NodeJS.ReadableStream,
+): AsyncGenerator<{ line: number; text: string }> {
+  const stream = typeof input === "string" ? createReadStream(input) : input;
+  let line = 0;
+  for await (const text of createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY })) {
+    line++;
+    if (text.trim()) yield { line, text };
+  }
+}
+
 /**
  * Reads the records of a JSONL file that a killed job may have left with a torn last line:
  * a line that does not parse is skipped and reported, never fatal. A missing file is empty.
@@ -22,10 +34,7 @@ export async function readJsonlTolerant<T>(
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return { records, bad };
     throw err;
   }
-  let line = 0;
-  for await (const text of createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY })) {
-    line++;
-    if (!text.trim()) continue;
+  for await (const { line, text } of jsonlLines(input)) {
     try {
       const parsed = schema.safeParse(JSON.parse(text));
       if (parsed.success) records.push(parsed.data);

@@ -1,39 +1,10 @@
-import cliProgress from "cli-progress";
 import type { Command } from "commander";
-import { type BuildProgress, CorpusIndex, defaultIndexDir } from "../../tools/index.js";
+import { CorpusIndex, defaultIndexDir } from "../../tools/index.js";
+import { itemProgress } from "../progress.js";
 
 export interface IndexCorpusFlags {
   out?: string;
   rebuild?: boolean;
-}
-
-/** Progress for a build: a bar on a TTY, a plain line every 10% otherwise. */
-function progressReporter(print: (line: string) => void, tty: boolean) {
-  if (tty) {
-    const bar = new cliProgress.SingleBar(
-      { format: "indexing [{bar}] {percentage}% | {docs} docs | ETA {eta}s", hideCursor: true },
-      cliProgress.Presets.shades_classic,
-    );
-    let started = false;
-    return {
-      update(p: BuildProgress) {
-        if (!started) bar.start(p.totalBytes, 0, { docs: 0 });
-        started = true;
-        bar.update(p.bytes, { docs: p.docs });
-      },
-      stop: () => started && bar.stop(),
-    };
-  }
-  let nextTenth = 1;
-  return {
-    update(p: BuildProgress) {
-      const tenths = Math.floor((10 * p.bytes) / Math.max(1, p.totalBytes));
-      if (tenths < nextTenth) return;
-      nextTenth = tenths + 1;
-      print(`indexing: ${tenths * 10}% (${p.docs} docs)`);
-    },
-    stop: () => {},
-  };
 }
 
 /** Builds (or reuses) the index of a corpus as `coa index` does; returns the lines it prints. */
@@ -43,14 +14,14 @@ export async function indexCorpus(
   print: (line: string) => void,
   tty = false,
 ): Promise<CorpusIndex> {
-  const progress = progressReporter(print, tty);
+  const progress = itemProgress("indexing", { tty, print, every: { parts: 10 }, percent: true });
   const started = performance.now();
   let result: Awaited<ReturnType<typeof CorpusIndex.open>>;
   try {
     result = await CorpusIndex.open(corpus, {
       indexDir: flags.out,
       rebuild: flags.rebuild,
-      onProgress: (p) => progress.update(p),
+      onProgress: (p) => progress.update(p.bytes, p.totalBytes, `${p.docs} docs`),
     });
   } finally {
     progress.stop();

@@ -1,6 +1,8 @@
 import type { Command } from "commander";
+import { register as demo } from "./demo.js";
 import { register as distill } from "./distill.js";
 import { register as engine } from "./engine.js";
+import { register as evalCommand } from "./eval.js";
 import { register as indexCorpus } from "./index-corpus.js";
 import { register as run } from "./run.js";
 import { register as tasks } from "./tasks.js";
@@ -13,15 +15,18 @@ import { register as world } from "./world.js";
 /** Each subcommand module exports one `register` that adds itself to the program. */
 export type RegisterCommand = (program: Command) => void;
 
+/** In pipeline order, which is the order `coa --help` lists them. */
 export const commands: RegisterCommand[] = [
-  validate,
-  view,
+  demo,
   world,
   tasks,
-  teach,
-  distill,
-  engine,
   indexCorpus,
   run,
+  teach,
+  distill,
   train,
+  evalCommand,
+  engine,
+  validate,
+  view,
 ];

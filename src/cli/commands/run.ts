@@ -7,6 +7,7 @@ import { openModel } from "../../model/index.js";
 import { ProfileName, type Step, Trajectory } from "../../protocol/index.js";
 import { type RunEvent, runAgent } from "../../runtime/index.js";
 import { CorpusIndex, createToolset } from "../../tools/index.js";
+import { parseFlags } from "../flags.js";
 
 const Count = z.coerce.number().int().positive();
 const Seconds = z.coerce.number().positive();
@@ -73,12 +74,7 @@ export function register(program: Command): void {
     .option("--tool-timeout <seconds>", "limit per tool call")
     .option("--task-id <id>", "recorded as the trajectory's taskId")
     .action(async (question: string, raw: Record<string, unknown>) => {
-      const parsed = RunFlags.safeParse(raw);
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0]!;
-        throw new Error(`--${kebab(String(issue.path[0]))}: ${issue.message}`);
-      }
-      const trajectory = await runQuestion(question, parsed.data, (line) =>
+      const trajectory = await runQuestion(question, parseFlags(RunFlags, raw), (line) =>
         process.stdout.write(`${line}\n`),
       );
       if (trajectory.finishReason === "model_error") process.exitCode = 1;
@@ -217,4 +213,3 @@ export function formatEvent(event: RunEvent): string | null {
 
 const clip = (text: string) => (text.length > MAX_SHOWN ? `${text.slice(0, MAX_SHOWN)}…` : text);
 const indent = (text: string) => text.replaceAll("\n", `\n${"".padEnd(LABEL_WIDTH)}`);
-const kebab = (name: string) => name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);

@@ -1,4 +1,4 @@
-import { mkdir, stat, writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
@@ -13,6 +13,8 @@ import {
   type TeachResult,
 } from "../../teacher/index.js";
 import { CorpusIndex, createToolset } from "../../tools/index.js";
+import { findCorpus } from "../corpus.js";
+import { parseFlags } from "../flags.js";
 import { itemProgress } from "../progress.js";
 
 const Count = z.coerce.number().int().positive();
@@ -44,16 +46,6 @@ export const TeachFlags = z
     path: ["model"],
   });
 export type TeachFlags = z.infer<typeof TeachFlags>;
-
-/** The corpus next to the tasks: `<world>/corpus.jsonl` for a world dir or a file in its tasks/ folder. */
-async function findCorpus(tasks: string): Promise<string | undefined> {
-  const info = await stat(tasks).catch(() => null);
-  const candidates = info?.isDirectory()
-    ? [path.join(tasks, "corpus.jsonl")]
-    : [path.join(path.dirname(tasks), "corpus.jsonl"), path.join(path.dirname(tasks), "..", "corpus.jsonl")];
-  for (const c of candidates) if (await stat(c).catch(() => null)) return c;
-  return undefined;
-}
 
 /** Runs `coa teach` with parsed flags; `log` gets the human-readable lines. */
 export async function teach(flags: TeachFlags, log: (line: string) => void): Promise<TeachResult> {
@@ -146,14 +138,7 @@ export function register(program: Command): void {
     )
     .option("--no-cache", "llm driver: do not reuse or store cached replies")
     .action(async (raw: Record<string, unknown>) => {
-      const parsed = TeachFlags.safeParse(raw);
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0]!;
-        throw new Error(
-          `--${String(issue.path[0]).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: ${issue.message}`,
-        );
-      }
-      const result = await teach(parsed.data, (line) => process.stdout.write(`${line}\n`));
+      const result = await teach(parseFlags(TeachFlags, raw), (line) => process.stdout.write(`${line}\n`));
       if (result.summary.errors > 0) process.exitCode = 1;
     });
 }

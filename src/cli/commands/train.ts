@@ -1,6 +1,5 @@
 import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
-import cliProgress from "cli-progress";
 import type { Command } from "commander";
 import { z } from "zod";
 import { Engine, EnginePreset, type EngineSource } from "../../model/index.js";
@@ -17,6 +16,9 @@ import {
   SftConfig,
   type SftConfigInput,
 } from "../../train/index.js";
+import { findCorpus } from "../corpus.js";
+import { parseFlags } from "../flags.js";
+import { itemProgress } from "../progress.js";
 
 const Int = z.coerce.number().int();
 const Num = z.coerce.number();
@@ -58,17 +60,6 @@ const RlFlags = z.object({
   unsafeNoSandbox: z.boolean().default(false),
 });
 
-function parseFlags<S extends z.ZodType>(schema: S, raw: unknown): z.infer<S> {
-  const parsed = schema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new Error(
-      `--${String(issue.path[0]).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: ${issue.message}`,
-    );
-  }
-  return parsed.data;
-}
-
 async function configFile(file: string | undefined): Promise<Record<string, unknown>> {
   if (!file) return {};
   try {
@@ -89,34 +80,6 @@ function checkConfig<S extends z.ZodType>(schema: S, input: unknown): void {
   }
 }
 
-/** A progress bar on a TTY, a plain line per `every` steps otherwise. */
-function progress(label: string, every: number) {
-  const tty = process.stderr.isTTY === true;
-  let bar: cliProgress.SingleBar | null = null;
-  return {
-    step(done: number, total: number, line: string) {
-      if (tty) {
-        if (!bar) {
-          bar = new cliProgress.SingleBar(
-            {
-              format: `${label} [{bar}] {value}/{total} | {line} | eta {eta_formatted}`,
-              stream: process.stderr,
-            },
-            cliProgress.Presets.shades_classic,
-          );
-          bar.start(total, 0, { line });
-        }
-        bar.update(done, { line });
-      } else if (done % every === 0 || done === total) {
-        process.stderr.write(`${label} ${done}/${total} ${line}\n`);
-      }
-    },
-    stop() {
-      bar?.stop();
-    },
-  };
-}
-
 /** The engine for a run: its own last checkpoint when resuming, else --from, else a fresh preset. */
 async function engineFor(out: string, from: string | undefined, preset: EnginePreset, threads?: number) {
   const latest = await new Checkpoints(path.resolve(out), 1).latest();
@@ -128,10 +91,10 @@ async function engineFor(out: string, from: string | undefined, preset: EnginePr
 /** A world folder's rl split, or the file itself; the corpus next to a world when not given. */
 async function taskSource(tasks: string, corpus: string | undefined) {
   const isDir = (await stat(tasks).catch(() => null))?.isDirectory() ?? false;
-  const world = isDir ? tasks : path.resolve(path.dirname(tasks), "..");
-  const guess = path.join(world, "corpus.jsonl");
-  const found = corpus ?? ((await stat(guess).catch(() => null)) ? guess : undefined);
-  return { loaded: await loadTasks(tasks, isDir ? { split: "rl" } : {}), corpus: found };
+  return {
+    loaded: await loadTasks(tasks, isDir ? { split: "rl" } : {}),
+    corpus: corpus ?? (await findCorpus(tasks)),
+  };
 }
 
 export function register(program: Command): void {
@@ -162,12 +125,12 @@ export function register(program: Command): void {
       const input: SftConfigInput = { ...(await configFile(file)), ...defined(rest) } as SftConfigInput;
       checkConfig(SftConfig, input);
       const engine = await engineFor(f.out, from, preset, threads);
-      const bar = progress("sft", 10);
+      const bar = itemProgress("sft", { every: { items: 10 } });
       try {
         const summary = await runSft(input, engine, {
           onBadLine: (b) => process.stderr.write(`${b.file}:${b.line}: ${b.message} (skipped)\n`),
           onStep: (m, total) =>
-            bar.step(
+            bar.update(
               m.step + 1,
               total,
               `loss ${m.loss.toFixed(4)}${m.eval_loss === undefined ? "" : ` eval ${m.eval_loss.toFixed(4)}`} lr ${m.lr.toExponential(2)} ${Math.round(m.tokens_per_s)} tok/s`,
@@ -228,7 +191,7 @@ export function register(program: Command): void {
       for (const s of loaded.skipped.slice(0, 5))
         process.stderr.write(`skipped task: ${JSON.stringify(s)}\n`);
       const engine = await engineFor(f.out, f.from, f.preset ?? "tiny", f.threads);
-      const bar = progress("rl", 1);
+      const bar = itemProgress("rl", { every: { items: 1 } });
       try {
         const tools = createToolset({
           corpus,
@@ -247,7 +210,7 @@ export function register(program: Command): void {
           },
           {
             onStep: (m, total) =>
-              bar.step(
+              bar.update(
                 m.step + 1,
                 total,
                 `reward ${m.reward_mean.toFixed(3)} success ${m.success.toFixed(2)} kept ${m.groups_kept}/${m.groups_drawn} len ${m.response_length.toFixed(0)}`,

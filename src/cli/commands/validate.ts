@@ -1,8 +1,7 @@
-import { createReadStream } from "node:fs";
-import { createInterface } from "node:readline";
 import type { Command } from "commander";
 import { BYTE_TOKENIZER_NAME, ByteTokenizer } from "../../model/index.js";
 import { checkTrajectory, ProfileName, Trajectory, type TrajectoryProblem } from "../../protocol/index.js";
+import { jsonlLines } from "../../util/index.js";
 
 interface Summary {
   records: number;
@@ -41,16 +40,9 @@ export async function validateFile(
   const tokenizer = new ByteTokenizer();
   const decode = (ids: readonly number[]) => tokenizer.decode(ids);
   const summary: Summary = { records: 0, invalid: 0, undecoded: new Map(), byKind: new Map() };
-  const lines = createInterface({
-    input: createReadStream(file, "utf8"),
-    crlfDelay: Number.POSITIVE_INFINITY,
-  });
-  let lineNo = 0;
-  for await (const line of lines) {
-    lineNo++;
-    if (line.trim() === "") continue;
+  for await (const { line: lineNo, text } of jsonlLines(file)) {
     summary.records++;
-    const problems = checkLine(line, profile, decode, summary);
+    const problems = checkLine(text, profile, decode, summary);
     if (problems.length === 0) continue;
     summary.invalid++;
     for (const p of problems) {

@@ -1,8 +1,7 @@
-import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import path from "node:path";
-import { createInterface } from "node:readline";
 import { completionIds, lossMask, Trajectory } from "../../protocol/index.js";
+import { jsonlLines } from "../../util/index.js";
 
 /** One training sequence: the prompt then the completion, loss only where the model wrote. */
 export interface SftExample {
@@ -69,14 +68,10 @@ export async function loadSftData(
   opts: { maxLength: number; overlong: OverlongPolicy },
 ): Promise<LoadedSftData> {
   const out: LoadedSftData = { examples: [], bad: [], dropped: 0, truncated: 0 };
-  const lines = createInterface({ input: createReadStream(file), crlfDelay: Number.POSITIVE_INFINITY });
-  let n = 0;
-  for await (const line of lines) {
-    n++;
-    if (!line.trim()) continue;
+  for await (const { line: n, text } of jsonlLines(file)) {
     let json: unknown;
     try {
-      json = JSON.parse(line);
+      json = JSON.parse(text);
     } catch (err) {
       out.bad.push({ file, line: n, message: `not JSON: ${(err as Error).message}` });
       continue;

@@ -1,0 +1,72 @@
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
+import type { Command } from "commander";
+import { z } from "zod";
+import { DEMO_PRESETS, type DemoPreset } from "../demo/presets.js";
+import { type StageTiming, writeDemoReport } from "../demo/report.js";
+import { demoStages, runStage } from "../demo/stages.js";
+
+/** stages.json: what finished, so a rerun resumes at the first stage that did not. */
+const StagesDone = z.object({
+  preset: z.string(),
+  done: z.array(z.object({ name: z.string(), title: z.string(), seconds: z.number() })),
+});
+
+async function readDone(file: string, preset: DemoPreset): Promise<StageTiming[]> {
+  const raw = await readFile(file, "utf8").catch(() => null);
+  if (raw === null) return [];
+  const parsed = StagesDone.safeParse(JSON.parse(raw));
+  if (!parsed.success) throw new Error(`${file}: not a demo progress file; remove it to start over`);
+  if (parsed.data.preset !== preset.name)
+    throw new Error(
+      `${path.dirname(file)} holds a --${parsed.data.preset} demo; use another --out or the same preset`,
+    );
+  return parsed.data.done;
+}
+
+export async function runDemo(preset: DemoPreset, out: string, log: (line: string) => void): Promise<void> {
+  await mkdir(out, { recursive: true });
+  const doneFile = path.join(out, "stages.json");
+  const done = await readDone(doneFile, preset);
+  const stages = demoStages(preset, out);
+  log(
+    `coa demo --${preset.name}: ${stages.length} stages into ${out}; about ${preset.estimateMinutes} min on 2 cores` +
+      (done.length ? ` (resuming: ${done.length} done)` : ""),
+  );
+  // RL reads its rollout limits from a config file; written first so a resumed run sees the same.
+  await writeFile(
+    path.join(out, "rl-config.json"),
+    `${JSON.stringify({ rollout: { maxTurns: preset.maxTurns, concurrency: 4 } }, null, 2)}\n`,
+  );
+  for (const [i, stage] of stages.entries()) {
+    if (done.some((d) => d.name === stage.name)) continue;
+    log(`\n[${i + 1}/${stages.length}] ${stage.title}: coa ${stage.args.join(" ")}`);
+    const started = performance.now();
+    await runStage(stage);
+    done.push({ name: stage.name, title: stage.title, seconds: (performance.now() - started) / 1000 });
+    await writeFile(doneFile, `${JSON.stringify({ preset: preset.name, done }, null, 2)}\n`);
+  }
+  const { report } = await writeDemoReport(out, preset, done);
+  const results = report.sections[0]!;
+  log(
+    `\n${results.blocks.map((b) => (b.kind === "table" ? [b.header, ...b.rows].map((r) => r.join(" | ")).join("\n") : b.kind === "text" ? b.text : "")).join("\n\n")}`,
+  );
+  log(`\nreport: ${path.join(out, "report.md")} and report.html; browse trajectories with: coa view ${out}`);
+}
+
+export function register(program: Command): void {
+  program
+    .command("demo")
+    .description(
+      "the whole paper on one machine, offline: world → teacher MAS → distill → SFT → RL → evaluate → report (resumable)",
+    )
+    .option("--quick", `about ${DEMO_PRESETS.quick.estimateMinutes} minutes, to try it`)
+    .option("--full", "the largest preset (hours on 2 cores)")
+    .option("--out <dir>", "demo folder (default runs/demo, runs/demo-quick with --quick)")
+    .action(async (opts: { quick?: boolean; full?: boolean; out?: string }) => {
+      if (opts.quick && opts.full) throw new Error("choose one of --quick and --full");
+      const preset = DEMO_PRESETS[opts.quick ? "quick" : opts.full ? "full" : "default"];
+      const out = opts.out ?? path.join("runs", preset.name === "default" ? "demo" : `demo-${preset.name}`);
+      await runDemo(preset, out, (line) => process.stdout.write(`${line}\n`));
+    });
+}

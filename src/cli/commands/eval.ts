@@ -1,0 +1,127 @@
+import { mkdir, stat, writeFile } from "node:fs/promises";
+import path from "node:path";
+import type { Command } from "commander";
+import { z } from "zod";
+import { type EvalSummary, evaluate } from "../../eval/index.js";
+import { openModel } from "../../model/index.js";
+import { ProfileName } from "../../protocol/index.js";
+import { DEFAULT_SAMPLING } from "../../runtime/index.js";
+import { loadTasks } from "../../tasks/index.js";
+import { CorpusIndex, createToolset } from "../../tools/index.js";
+import { findCorpus } from "../corpus.js";
+import { parseFlags } from "../flags.js";
+import { itemProgress } from "../progress.js";
+
+const Count = z.coerce.number().int().positive();
+
+/** The flags of `coa eval`, checked at the edge. */
+export const EvalFlags = z.object({
+  model: z.string().min(1),
+  modelName: z.string().optional(),
+  api: z.enum(["completions", "chat"]),
+  tasks: z.string().min(1),
+  split: z.string().optional(),
+  corpus: z.string().optional(),
+  out: z.string().min(1),
+  k: Count,
+  limit: Count.optional(),
+  profile: ProfileName,
+  concurrency: Count,
+  temperature: z.coerce.number().min(0),
+  seed: z.coerce.number().int(),
+  maxTurns: Count.optional(),
+  maxTokens: Count.optional(),
+  judge: z.string().optional(),
+  unsafeNoSandbox: z.boolean().default(false),
+});
+export type EvalFlags = z.infer<typeof EvalFlags>;
+
+const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+
+export function formatEvalSummary(s: EvalSummary): string {
+  const c = s.cost;
+  return [
+    `model ${s.model} · profile ${s.profile} · ${s.success.tasks} tasks × k=${s.success.k}`,
+    `pass@1 ${pct(s.success.pass1)} · avg@k ${pct(s.success.avgK)} · pass@k ${pct(s.success.passK)} · best-of-k by self score ${pct(s.success.bestOfKBySelfScore)}`,
+    `tokens/task ${c.billedTokensPerTask.toFixed(0)} (billed) · per solved task ${c.billedTokensPerSolvedTask?.toFixed(0) ?? "–"} · generated ${c.generatedTokensPerTask.toFixed(0)} · observations ${c.observationTokensPerTask.toFixed(0)}`,
+    `model calls/task ${c.modelCallsPerTask.toFixed(2)} · tool calls/task ${c.toolCallsPerTask.toFixed(2)} · format-error rate ${pct(s.formatErrorRate)} · ${(c.wallMsPerTask / 1000).toFixed(2)} s/task`,
+    `finish: ${Object.entries(s.finishReasons)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(", ")}${s.success.scorerErrors ? ` · scorer errors ${s.success.scorerErrors}` : ""}`,
+  ].join("\n");
+}
+
+/** Runs `coa eval`: writes trajectories.jsonl and summary.json to --out and returns the summary. */
+export async function runEval(flags: EvalFlags, log: (line: string) => void): Promise<EvalSummary> {
+  const loaded = await loadTasks(flags.tasks, { split: flags.split, limit: flags.limit });
+  if (loaded.tasks.length === 0) throw new Error(`--tasks ${flags.tasks}: no tasks to evaluate`);
+  const corpus = flags.corpus ?? (await findCorpus(flags.tasks));
+  const tools = createToolset({
+    profile: flags.profile,
+    index: corpus ? (await CorpusIndex.open(corpus)).index : undefined,
+    search: { provider: "local" },
+    crawl: { offline: true },
+    code: { unsafeNoSandbox: flags.unsafeNoSandbox },
+  });
+  const apiKey = process.env.COA_API_KEY ?? process.env.OPENAI_API_KEY;
+  const model = await openModel(flags.model, { modelName: flags.modelName, api: flags.api, apiKey });
+  const judge = flags.judge ? await openModel(flags.judge, { apiKey }) : undefined;
+  const progress = itemProgress(`eval ${path.basename(flags.out)}`);
+  try {
+    await mkdir(flags.out, { recursive: true });
+    const summary = await evaluate({
+      model,
+      tools,
+      tasks: loaded.tasks,
+      profile: flags.profile,
+      k: flags.k,
+      outDir: flags.out,
+      concurrency: flags.concurrency,
+      seed: flags.seed,
+      sampling: { temperature: flags.temperature },
+      budget: { maxTurns: flags.maxTurns, maxTokens: flags.maxTokens },
+      score: { judge },
+      onProgress: (p) => progress.update(p.done, p.total, `${p.correct} correct`),
+    });
+    progress.stop();
+    const record = { ...summary, tasks: flags.tasks, split: flags.split ?? null, corpus: corpus ?? null };
+    await writeFile(path.join(flags.out, "summary.json"), `${JSON.stringify(record, null, 2)}\n`);
+    log(formatEvalSummary(summary));
+    return summary;
+  } finally {
+    progress.stop();
+    await model.close?.();
+    await judge?.close?.();
+  }
+}
+
+export function register(program: Command): void {
+  program
+    .command("eval")
+    .description(
+      "run a model through the runtime on a task set, k samples each: pass@1, avg@k, pass@k, best-of-k, token and tool costs (resumable)",
+    )
+    .requiredOption("--model <spec>", "http(s) base URL, or engine:<preset|checkpoint-dir>")
+    .requiredOption("--tasks <path>", "task file (JSONL, verl parquet, …) or a world folder")
+    .requiredOption("--out <dir>", "run folder: trajectories.jsonl and summary.json")
+    .option("--split <name>", "split of a world folder", undefined)
+    .option("--corpus <jsonl>", "corpus for search and crawl (default: the world's corpus.jsonl)")
+    .option("--k <n>", "samples per task", "1")
+    .option("--limit <n>", "first n tasks only")
+    .option("--profile <name>", "tag set (web|mhqa|code|all)", "all")
+    .option("--concurrency <n>", "episodes in flight", "4")
+    .option("--temperature <t>", "sampling temperature", String(DEFAULT_SAMPLING.temperature))
+    .option("--seed <n>", "base of the per-sample seeds", "0")
+    .option("--max-turns <n>", "model calls per episode")
+    .option("--max-tokens <n>", "context tokens per episode")
+    .option("--model-name <name>", "model name on an HTTP server (default: the first it lists)")
+    .option("--api <kind>", "completions|chat for HTTP servers", "completions")
+    .option("--judge <spec>", "OpenAI-compatible model that judges web QA answers")
+    .option("--unsafe-no-sandbox", "let the code tool run Python without bubblewrap")
+    .action(async (raw: Record<string, unknown>) => {
+      const flags = parseFlags(EvalFlags, raw);
+      // A world folder holds several splits; evaluation means its held-out test split.
+      if (!flags.split && (await stat(flags.tasks).catch(() => null))?.isDirectory()) flags.split = "test";
+      await runEval(flags, (line) => process.stdout.write(`${line}\n`));
+    });
+}

@@ -1,0 +1,127 @@
+import { mkdir, mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Command } from "commander";
+import { describe, expect, it } from "vitest";
+import { costSummary, type EvalSummary } from "../../eval/index.js";
+import type { MasTrace } from "../../teacher/index.js";
+import { commands } from "../commands/index.js";
+import { DEMO_PRESETS } from "./presets.js";
+import { writeDemoReport } from "./report.js";
+import { demoStages } from "./stages.js";
+
+describe("demo stages", () => {
+  it("only use subcommands and flags the CLI really has", () => {
+    const program = new Command();
+    for (const register of commands) register(program);
+    for (const stage of demoStages(DEMO_PRESETS.default, "runs/demo")) {
+      let cmd = program;
+      const args = [...stage.args];
+      while (args.length && !args[0]!.startsWith("--")) {
+        const next = cmd.commands.find((c) => c.name() === args[0]);
+        if (!next) break;
+        cmd = next;
+        args.shift();
+      }
+      expect(cmd, stage.name).not.toBe(program);
+      const flags = args.filter((a) => a.startsWith("--"));
+      const known = cmd.options.map((o) => o.long);
+      for (const flag of flags) expect(known, `${stage.name} ${flag}`).toContain(flag);
+    }
+  });
+});
+
+const evalSummary = (pass1: number): EvalSummary => ({
+  model: "coa-tiny",
+  profile: "all",
+  success: {
+    tasks: 2,
+    scorerErrorTasks: 0,
+    scorerErrors: 0,
+    pass1,
+    avgK: pass1,
+    passK: pass1,
+    bestOfKBySelfScore: pass1,
+    k: 1,
+  },
+  cost: costSummary([
+    {
+      billedTokens: 1000,
+      generatedTokens: 200,
+      observationTokens: 300,
+      modelCalls: 3,
+      toolCalls: 2,
+      wallMs: 10,
+      solved: pass1 > 0,
+    },
+    {
+      billedTokens: 1000,
+      generatedTokens: 200,
+      observationTokens: 300,
+      modelCalls: 3,
+      toolCalls: 2,
+      wallMs: 10,
+      solved: false,
+    },
+  ]),
+  formatErrorRate: 0.5,
+  finishReasons: { answer: 2 },
+});
+
+const trace = (taskId: string, reward: number): MasTrace => ({
+  version: 1,
+  taskId,
+  question: "q",
+  answers: ["a"],
+  taskKind: "multihop",
+  source: "world",
+  driver: "expert",
+  model: "expert",
+  tokenizer: "coa-byte-v1",
+  messages: [],
+  finalAnswer: "a",
+  reward,
+  error: null,
+  stats: {
+    agentCalls: 10,
+    toolCalls: 2,
+    replans: 0,
+    reflections: 1,
+    tokensIn: 9000,
+    tokensOut: 1000,
+    wallMs: 5,
+  },
+});
+
+describe("demo report", () => {
+  it("compares the teacher with both models on the same scale and says plainly what was not reached", async () => {
+    const out = await mkdtemp(path.join(tmpdir(), "coa-demo-"));
+    for (const dir of ["teach-test", "eval-sft", "eval-rl", "data"]) await mkdir(path.join(out, dir));
+    await writeFile(
+      path.join(out, "teach-test", "traces.jsonl"),
+      `${JSON.stringify(trace("t1", 1))}\n${JSON.stringify(trace("t2", 1))}\n`,
+    );
+    await writeFile(path.join(out, "eval-sft", "summary.json"), JSON.stringify(evalSummary(0.5)));
+    await writeFile(path.join(out, "eval-rl", "summary.json"), JSON.stringify(evalSummary(0.5)));
+    await writeFile(
+      path.join(out, "data", "funnel.json"),
+      JSON.stringify({ stages: [{ stage: "parse", in: 3, out: 2, dropped: { schema: 1 } }] }),
+    );
+
+    const { markdown } = await writeDemoReport(out, DEMO_PRESETS.quick, [
+      { name: "world", title: "generate", seconds: 1.5 },
+    ]);
+
+    expect(markdown).toContain(
+      "| Teacher MAS (expert driver) | 100.0% | 10,000 | 10,000 | 10.00 | 2.00 | – |",
+    );
+    expect(markdown).toContain("| AFM-RL (tiny) | 50.0% | 1,000 | 2,000 | 3.00 | 2.00 | 50.0% |");
+    expect(markdown).toContain("AFM-RL does **not** beat AFM-SFT");
+    expect(markdown).toContain("80.0% fewer (target ≥ 80%; the paper reports 84.6%).");
+    expect(markdown).toContain("| parse | 3 | 2 | schema 1 |");
+    expect(markdown).toContain("(SFT loss (train and held-out): no plot was written)");
+    expect(await readFile(path.join(out, "report.html"), "utf8")).toContain(
+      "<h2>Results on the test split</h2>",
+    );
+  });
+});

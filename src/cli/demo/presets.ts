@@ -1,0 +1,80 @@
+import { z } from "zod";
+
+/** How big each stage of `coa demo` is. Times are what the stages took on a 2-core machine. */
+export const DemoPreset = z.object({
+  name: z.enum(["quick", "default", "full"]),
+  worldSize: z.enum(["tiny", "small", "medium", "large"]),
+  seed: z.number().int(),
+  /** Train tasks the teacher solves (its traces become the SFT data). */
+  teachTasks: z.number().int().positive(),
+  modelPreset: z.enum(["micro", "tiny", "small"]),
+  sftSteps: z.number().int().positive(),
+  /** Distilled trajectories longer than this are dropped. */
+  distillMaxTokens: z.number().int().positive(),
+  /** SFT truncates longer examples to this (the model's context). */
+  sftMaxLength: z.number().int().positive(),
+  rlSteps: z.number().int().positive(),
+  rlGroupSize: z.number().int().min(2),
+  rlBatchTasks: z.number().int().positive(),
+  /** Test tasks every system is evaluated on. */
+  evalTasks: z.number().int().positive(),
+  evalK: z.number().int().positive(),
+  maxTurns: z.number().int().positive(),
+  /** The up-front estimate printed before starting, in minutes. */
+  estimateMinutes: z.number().positive(),
+});
+export type DemoPreset = z.infer<typeof DemoPreset>;
+
+export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
+  quick: {
+    name: "quick",
+    worldSize: "small",
+    seed: 1,
+    teachTasks: 300,
+    modelPreset: "tiny",
+    sftSteps: 16,
+    distillMaxTokens: 8192,
+    sftMaxLength: 2048,
+    rlSteps: 2,
+    rlGroupSize: 2,
+    rlBatchTasks: 2,
+    evalTasks: 8,
+    evalK: 1,
+    maxTurns: 4,
+    estimateMinutes: 5,
+  },
+  default: {
+    name: "default",
+    worldSize: "small",
+    seed: 1,
+    teachTasks: 2472,
+    modelPreset: "tiny",
+    sftSteps: 220,
+    distillMaxTokens: 8192,
+    sftMaxLength: 2048,
+    rlSteps: 8,
+    rlGroupSize: 4,
+    rlBatchTasks: 2,
+    evalTasks: 40,
+    evalK: 1,
+    maxTurns: 8,
+    estimateMinutes: 30,
+  },
+  full: {
+    name: "full",
+    worldSize: "small",
+    seed: 1,
+    teachTasks: 2472,
+    modelPreset: "small",
+    sftSteps: 2000,
+    distillMaxTokens: 8192,
+    sftMaxLength: 2048,
+    rlSteps: 60,
+    rlGroupSize: 8,
+    rlBatchTasks: 4,
+    evalTasks: 453,
+    evalK: 4,
+    maxTurns: 12,
+    estimateMinutes: 600,
+  },
+};

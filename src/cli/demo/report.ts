@@ -1,0 +1,259 @@
+import { readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { z } from "zod";
+import {
+  type CostSummary,
+  costSummary,
+  type EvalSummary,
+  masTraceCost,
+  type Report,
+  type ReportBlock,
+  reduction,
+  reportHtml,
+  reportMarkdown,
+  trajectoryCost,
+} from "../../eval/index.js";
+import { ByteTokenizer } from "../../model/index.js";
+import { parseCoa, Trajectory } from "../../protocol/index.js";
+import { MasTrace } from "../../teacher/index.js";
+import { readJsonlTolerant } from "../../util/index.js";
+import type { DemoPreset } from "./presets.js";
+
+const tokenizer = new ByteTokenizer();
+const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+const num = (x: number | null) => (x === null ? "–" : Math.round(x).toLocaleString("en-US"));
+
+async function readJson(file: string): Promise<unknown> {
+  return JSON.parse(await readFile(file, "utf8"));
+}
+
+async function figure(file: string, caption: string, reportDir: string): Promise<ReportBlock[]> {
+  try {
+    return [
+      { kind: "figure", file: path.relative(reportDir, file), svg: await readFile(file, "utf8"), caption },
+    ];
+  } catch {
+    return [{ kind: "text", text: `(${caption}: no plot was written)` }];
+  }
+}
+
+interface SystemRow {
+  name: string;
+  success: number;
+  cost: CostSummary;
+  formatErrorRate: number | null;
+}
+
+function resultsTable(rows: SystemRow[]): ReportBlock {
+  return {
+    kind: "table",
+    header: [
+      "system",
+      "success (pass@1)",
+      "tokens / task",
+      "tokens / solved task",
+      "model calls / task",
+      "tool calls / task",
+      "format-error rate",
+    ],
+    rows: rows.map((r) => [
+      r.name,
+      pct(r.success),
+      num(r.cost.billedTokensPerTask),
+      num(r.cost.billedTokensPerSolvedTask),
+      r.cost.modelCallsPerTask.toFixed(2),
+      r.cost.toolCallsPerTask.toFixed(2),
+      r.formatErrorRate === null ? "–" : pct(r.formatErrorRate),
+    ]),
+  };
+}
+
+/** Three trajectories that show the model at work: a solved one, a failed one, and the longest. */
+async function examples(file: string): Promise<ReportBlock[]> {
+  const { records } = await readJsonlTolerant(file, Trajectory);
+  if (!records.length) return [{ kind: "text", text: "(no trajectories)" }];
+  const solved = records.find((t) => (t.reward ?? 0) >= 1);
+  const failed = records.find((t) => (t.reward ?? 0) < 1);
+  const longest = [...records].sort((a, b) => b.stats.modelTokens - a.stats.modelTokens)[0];
+  const picks = [solved, failed, longest].filter((t, i, all): t is Trajectory => !!t && all.indexOf(t) === i);
+  return picks.flatMap((t) => {
+    const text = tokenizer.decode(t.segments.flatMap((s) => s.ids));
+    const errors = parseCoa(text).errors.length;
+    const gold = (t.meta.answers as string[] | undefined)?.join(" | ") ?? "?";
+    return [
+      {
+        kind: "text",
+        text: `**${t.question}** — answer \`${t.answer ?? "none"}\`, gold \`${gold}\`, reward ${t.reward ?? "–"}, finish ${t.finishReason}, ${t.stats.modelTokens} model tokens, ${errors} parse errors`,
+      },
+      {
+        kind: "code",
+        text: text.length > 2500 ? `${text.slice(0, 2500)}\n…[${text.length - 2500} more characters]` : text,
+      },
+    ] satisfies ReportBlock[];
+  });
+}
+
+const Funnel = z.object({
+  stages: z.array(
+    z.object({
+      stage: z.string(),
+      in: z.number(),
+      out: z.number(),
+      dropped: z.record(z.string(), z.number()),
+    }),
+  ),
+});
+
+export interface StageTiming {
+  name: string;
+  title: string;
+  seconds: number;
+}
+
+/** Writes report.md and report.html into the demo folder from what the stages wrote there. */
+export async function writeDemoReport(
+  out: string,
+  preset: DemoPreset,
+  timings: StageTiming[],
+): Promise<{ markdown: string; html: string; report: Report }> {
+  const at = (...p: string[]) => path.join(out, ...p);
+  const traces = (await readJsonlTolerant(at("teach-test", "traces.jsonl"), MasTrace)).records;
+  const teacherCost = costSummary(traces.map((t) => masTraceCost(t, (s) => tokenizer.encode(s).length)));
+  const sft = (await readJson(at("eval-sft", "summary.json"))) as EvalSummary;
+  const rl = (await readJson(at("eval-rl", "summary.json"))) as EvalSummary;
+  const rows: SystemRow[] = [
+    {
+      name: "Teacher MAS (expert driver)",
+      success: teacherCost.solved / (teacherCost.episodes || 1),
+      cost: teacherCost,
+      formatErrorRate: null,
+    },
+    {
+      name: `AFM-SFT (${preset.modelPreset})`,
+      success: sft.success.pass1,
+      cost: sft.cost,
+      formatErrorRate: sft.formatErrorRate,
+    },
+    {
+      name: `AFM-RL (${preset.modelPreset})`,
+      success: rl.success.pass1,
+      cost: rl.cost,
+      formatErrorRate: rl.formatErrorRate,
+    },
+  ];
+
+  // The same teacher episodes on the train split, once as a MAS and once distilled into one CoA
+  // context: the protocol's token saving with the model's quality held equal.
+  const distilled = (await readJsonlTolerant(at("data", "native.jsonl"), Trajectory)).records;
+  const kept = new Set(distilled.map((t) => t.taskId));
+  const teachTraces = (await readJsonlTolerant(at("teach", "traces.jsonl"), MasTrace)).records;
+  const masSame = costSummary(
+    teachTraces
+      .filter((t) => kept.has(t.taskId))
+      .map((t) => masTraceCost(t, (s) => tokenizer.encode(s).length)),
+  );
+  const coaSame = costSummary(distilled.map((t) => trajectoryCost(t, true)));
+  const sameRows: SystemRow[] = [
+    { name: "Teacher MAS, its kept episodes", success: 1, cost: masSame, formatErrorRate: null },
+    { name: "Same episodes as one CoA context", success: 1, cost: coaSame, formatErrorRate: 0 },
+  ];
+
+  const findings: string[] = [];
+  const rlBeats = rl.success.pass1 > sft.success.pass1;
+  findings.push(
+    rlBeats
+      ? `AFM-RL beats AFM-SFT on test success (${pct(rl.success.pass1)} vs ${pct(sft.success.pass1)}).`
+      : `AFM-RL does **not** beat AFM-SFT on test success here (${pct(rl.success.pass1)} vs ${pct(sft.success.pass1)}).`,
+  );
+  const best = [rl, sft].find((s) => s.cost.billedTokensPerSolvedTask !== null);
+  if (best && teacherCost.billedTokensPerSolvedTask !== null) {
+    const cut = reduction(best.cost.billedTokensPerSolvedTask!, teacherCost.billedTokensPerSolvedTask);
+    findings.push(
+      `Tokens per solved task, CoA vs the teacher MAS: ${pct(cut)} fewer (target ≥ 80%; the paper reports 84.6%)${cut >= 0.8 ? "." : " — target not reached."}`,
+    );
+  } else {
+    findings.push(
+      "Tokens per solved task cannot be compared on the test split: the CoA model solved no test task, and the tokens it spent failing say nothing about efficiency.",
+    );
+  }
+
+  const funnel = Funnel.safeParse(await readJson(at("data", "funnel.json")).catch(() => null));
+  const report: Report = {
+    title: `coa demo (${preset.name})`,
+    sections: [
+      {
+        title: "Results on the test split",
+        blocks: [
+          {
+            kind: "text",
+            text: `${preset.evalTasks} held-out test tasks of a generated world (seed ${preset.seed}, size ${preset.worldSize}), k=${preset.evalK}. Tokens are counted with the engine's byte tokenizer for every system; "tokens / task" is what an API would bill: each model call's whole input context plus its output. The teacher is the **expert driver**, a deterministic programmatic stand-in for a strong LLM that uses the same real tools.`,
+          },
+          resultsTable(rows),
+          { kind: "text", text: findings.join("\n\n") },
+        ],
+      },
+      {
+        title: "Same work, one context: MAS vs CoA at equal quality",
+        blocks: [
+          {
+            kind: "text",
+            text: `The ${coaSame.episodes} train-split teacher episodes that survived distillation, costed twice with the same tokenizer: as the multi-agent system ran them (every agent call re-reads its own context) and as the distilled single-model trajectory (one growing context, each turn re-reads it). Quality is equal by construction, so this isolates what the Chain-of-Agents protocol saves: ${pct(reduction(coaSame.billedTokensPerSolvedTask ?? 0, masSame.billedTokensPerSolvedTask ?? 0))} fewer tokens per solved task (target ≥ 80%; the paper reports 84.6% for trained models).`,
+          },
+          resultsTable(sameRows),
+        ],
+      },
+      {
+        title: "Stages",
+        blocks: [
+          {
+            kind: "table",
+            header: ["stage", "what", "seconds"],
+            rows: timings.map((t) => [t.name, t.title, t.seconds.toFixed(1)]),
+          },
+          {
+            kind: "text",
+            text: `Total ${timings.reduce((a, t) => a + t.seconds, 0).toFixed(0)} s. Reproduce with \`npx coa demo${preset.name === "default" ? "" : ` --${preset.name}`}\`.`,
+          },
+        ],
+      },
+      {
+        title: "Distillation funnel",
+        blocks: funnel.success
+          ? [
+              {
+                kind: "table",
+                header: ["stage", "in", "out", "dropped"],
+                rows: funnel.data.stages.map((s) => [
+                  s.stage,
+                  s.in,
+                  s.out,
+                  Object.entries(s.dropped)
+                    .map(([k, v]) => `${k} ${v}`)
+                    .join(", ") || "–",
+                ]),
+              },
+              ...(await figure(at("data", "plots", "lengths.svg"), "trajectory lengths (tokens)", out)),
+              ...(await figure(at("data", "plots", "tool-calls.svg"), "tool calls per trajectory", out)),
+            ]
+          : [{ kind: "text", text: "(no funnel.json)" }],
+      },
+      {
+        title: "Training curves",
+        blocks: [
+          ...(await figure(at("sft", "loss.svg"), "SFT loss (train and held-out)", out)),
+          ...(await figure(at("rl", "reward.svg"), "RL reward and success per step", out)),
+          ...(await figure(at("rl", "length.svg"), "RL response length", out)),
+        ],
+      },
+      {
+        title: "Example trajectories (AFM-RL, test split)",
+        blocks: await examples(at("eval-rl", "trajectories.jsonl")),
+      },
+    ],
+  };
+  const markdown = reportMarkdown(report);
+  const html = reportHtml(report);
+  await writeFile(at("report.md"), markdown);
+  await writeFile(at("report.html"), html);
+  return { markdown, html, report };
+}

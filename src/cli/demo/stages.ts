@@ -1,0 +1,172 @@
+import { spawn } from "node:child_process";
+import path from "node:path";
+import type { DemoPreset } from "./presets.js";
+
+/** One step of the demo: a `coa` subcommand whose output lands in `dir` under the demo folder. */
+export interface DemoStage {
+  name: string;
+  title: string;
+  dir: string;
+  args: string[];
+}
+
+/** The paper on one machine: world → teacher → distill → SFT → RL → evaluate all three systems. */
+export function demoStages(p: DemoPreset, out: string): DemoStage[] {
+  const at = (d: string) => path.join(out, d);
+  const world = at("world");
+  const evalArgs = (model: string, dir: string) => [
+    "eval",
+    "--model",
+    `engine:${at(model)}`,
+    "--tasks",
+    world,
+    "--split",
+    "test",
+    "--limit",
+    String(p.evalTasks),
+    "--k",
+    String(p.evalK),
+    "--max-turns",
+    String(p.maxTurns),
+    "--concurrency",
+    "4",
+    "--out",
+    at(dir),
+  ];
+  return [
+    {
+      name: "world",
+      title: "generate the world",
+      dir: "world",
+      args: ["world", "generate", "--seed", String(p.seed), "--size", p.worldSize, "--out", world],
+    },
+    {
+      name: "teach",
+      title: "teacher MAS on the train split",
+      dir: "teach",
+      args: [
+        "teach",
+        "--tasks",
+        world,
+        "--split",
+        "train",
+        "--driver",
+        "expert",
+        "--limit",
+        String(p.teachTasks),
+        "--out",
+        at("teach"),
+      ],
+    },
+    {
+      name: "distill",
+      title: "distill traces into CoA trajectories",
+      dir: "data",
+      args: [
+        "distill",
+        "--traces",
+        at("teach"),
+        "--out",
+        at("data"),
+        "--max-tokens",
+        String(p.distillMaxTokens),
+      ],
+    },
+    {
+      name: "sft",
+      title: `SFT the ${p.modelPreset} model`,
+      dir: "sft",
+      args: [
+        "train",
+        "sft",
+        "--data",
+        at("data"),
+        "--preset",
+        p.modelPreset,
+        "--steps",
+        String(p.sftSteps),
+        "--max-length",
+        String(p.sftMaxLength),
+        "--out",
+        at("sft"),
+      ],
+    },
+    {
+      name: "rl",
+      title: "agentic RL on the rl split",
+      dir: "rl",
+      args: [
+        "train",
+        "rl",
+        "--from",
+        path.join(at("sft"), "last"),
+        "--tasks",
+        world,
+        "--steps",
+        String(p.rlSteps),
+        "--group-size",
+        String(p.rlGroupSize),
+        "--batch-tasks",
+        String(p.rlBatchTasks),
+        "--config",
+        at("rl-config.json"),
+        "--out",
+        at("rl"),
+      ],
+    },
+    {
+      name: "eval-teacher",
+      title: "teacher MAS on the test split",
+      dir: "teach-test",
+      args: [
+        "teach",
+        "--tasks",
+        world,
+        "--split",
+        "test",
+        "--driver",
+        "expert",
+        "--limit",
+        String(p.evalTasks),
+        "--out",
+        at("teach-test"),
+      ],
+    },
+    {
+      name: "eval-sft",
+      title: "evaluate AFM-SFT on the test split",
+      dir: "eval-sft",
+      args: evalArgs("sft/last", "eval-sft"),
+    },
+    {
+      name: "eval-rl",
+      title: "evaluate AFM-RL on the test split",
+      dir: "eval-rl",
+      args: evalArgs("rl/last", "eval-rl"),
+    },
+  ];
+}
+
+/**
+ * Runs a stage as a child `coa` process (the same entry point and loader as this one), so each
+ * stage keeps its own progress output, engine process and resume logic.
+ */
+export function runStage(stage: DemoStage): Promise<void> {
+  const entry = process.argv[1]!;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...process.execArgv, entry, ...stage.args], { stdio: "inherit" });
+    const forward = (signal: NodeJS.Signals) => child.kill(signal);
+    process.once("SIGINT", forward);
+    process.once("SIGTERM", forward);
+    child.once("error", reject);
+    child.once("exit", (code, signal) => {
+      process.off("SIGINT", forward);
+      process.off("SIGTERM", forward);
+      if (code === 0) resolve();
+      else
+        reject(
+          new Error(`stage ${stage.name} failed (${signal ?? `exit ${code}`}): coa ${stage.args.join(" ")}`),
+        );
+    });
+  });
+}
