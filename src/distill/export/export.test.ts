@@ -10,7 +10,7 @@ import {
   completionIds,
   parseCoa,
   renderObservation,
-  type Step,
+  Step,
   systemPrompt,
   Trajectory,
   validateTrajectorySteps,
@@ -70,6 +70,39 @@ function sharegptShapeOk(record: SharegptRecord): boolean {
   return ok && record.conversations.length % 2 === 0;
 }
 
+/** LLaMA-Factory's `thought_words`: the current default, and the bare tags older releases used. */
+const THOUGHT_WORDS = {
+  current: ["<think>\n", "\n</think>\n\n"],
+  older: ["<think>", "</think>"],
+} as const satisfies Record<string, readonly [string, string]>;
+
+/**
+ * What LLaMA-Factory's FunctionFormatter does to a function_call value, re-done here: cut the first
+ * non-greedy `open(.*?)close` match (DOTALL) out of the text, everywhere it occurs, then JSON-parse
+ * the rest as one call or a list of calls. A parse failure throws, as its RuntimeError does.
+ */
+function functionCallAsLlamaFactoryReadsIt(value: string, [open, close]: readonly [string, string]) {
+  const literal = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const thought = new RegExp(`${literal(open)}(.*?)${literal(close)}`, "s").exec(value);
+  const parsed = JSON.parse(thought ? value.replaceAll(thought[0], "") : value);
+  const calls: { name: string; arguments: Record<string, string> }[] = Array.isArray(parsed)
+    ? parsed
+    : [parsed];
+  return {
+    thought: thought ? thought[1]! : null,
+    calls: calls.map(({ name, arguments: a }) => ({ name, arguments: a })),
+  };
+}
+
+/** A thought's steps: tagged role steps as written, untagged text as the think steps it came from. */
+function thoughtSteps(thought: string): Step[] {
+  const { steps, errors } = parseCoa(thought);
+  const thinks: Step[] = errors
+    .filter((e) => e.kind === "stray_text")
+    .map((e) => ({ type: "think", text: thought.slice(e.span.start, e.span.end), span: e.span }));
+  return [...steps, ...thinks].sort((a, b) => a.span!.start - b.span!.start);
+}
+
 describe("native export", () => {
   it("writes Trajectory records that parse back and pass the format check", () => {
     const records = lines(file("native", "native.jsonl")).map((r) => Trajectory.parse(r));
@@ -115,18 +148,41 @@ describe("LLaMA-Factory export", () => {
         if (turn.from === "observation") steps.push({ type: "observation", text: turn.value });
         else if (turn.from === "gpt") steps.push(...parseCoa(turn.value).steps);
         else {
-          // As LLaMA-Factory's FunctionFormatter does: a greedy <think>…</think>, then JSON.
-          const thought = /<think>(.*)<\/think>/s.exec(turn.value);
-          const call = JSON.parse(thought ? turn.value.replace(thought[0], "") : turn.value);
-          if (thought) steps.push(...parseCoa(thought[1]!).steps);
-          const param = TOOL_FUNCTIONS[call.name as keyof typeof TOOL_FUNCTIONS].param;
-          steps.push({ type: "tool_call", tool: call.name, args: call.arguments[param] });
+          const { thought, calls } = functionCallAsLlamaFactoryReadsIt(turn.value, THOUGHT_WORDS.current);
+          steps.push(...thoughtSteps(thought!));
+          for (const call of calls) {
+            const param = TOOL_FUNCTIONS[call.name as keyof typeof TOOL_FUNCTIONS].param;
+            steps.push(Step.parse({ type: "tool_call", tool: call.name, args: call.arguments[param] }));
+          }
         }
       }
       expect(noSpans(steps)).toEqual(stepsOf(t));
       expect(validateTrajectorySteps(steps, "all")).toEqual([]);
     });
   });
+
+  it.each(Object.entries(THOUGHT_WORDS))(
+    "(b) every function_call turn parses with LLaMA-Factory's %s thought words, name and arguments intact",
+    (_, words) => {
+      const records: SharegptRecord[] = JSON.parse(file("llamafactory", "llamafactory/coa_multiturn.json"));
+      records.forEach((r, i) => {
+        const expected = stepsOf(trajectories[i]!).flatMap((s) =>
+          s.type === "tool_call"
+            ? [{ name: s.tool, arguments: { [TOOL_FUNCTIONS[s.tool].param]: s.args } }]
+            : [],
+        );
+        const calls = r.conversations
+          .filter((turn) => turn.from === "function_call")
+          .flatMap((turn) => {
+            const read = functionCallAsLlamaFactoryReadsIt(turn.value, words);
+            expect(read.thought).not.toBeNull();
+            return read.calls;
+          });
+        expect(expected.length).toBeGreaterThan(0);
+        expect(calls).toEqual(expected);
+      });
+    },
+  );
 
   it("registers both files in dataset_info.json with sharegpt tags", () => {
     const info = JSON.parse(file("llamafactory", "llamafactory/dataset_info.json"));

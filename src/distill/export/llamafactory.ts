@@ -1,5 +1,5 @@
 import type { Tokenizer } from "../../model/index.js";
-import { PROFILES, type ToolTag, type Trajectory } from "../../protocol/index.js";
+import { closeTag, openTag, PROFILES, type ToolTag, type Trajectory } from "../../protocol/index.js";
 import { chatPrompt, decodeTurns, observationOf, splitToolCall } from "./turns.js";
 import type { Exporter } from "./types.js";
 
@@ -49,9 +49,12 @@ export function singleTurnRecord(t: Trajectory, tok: Tokenizer): SharegptRecord 
 }
 
 /**
- * Form (b): function_call / observation turns. A function_call holds the turn's role steps inside
- * one `<think>…</think>` (LLaMA-Factory keeps a leading think span as the call's thought) followed by
- * `{"name", "arguments"}` JSON; the observation turn holds the tool's text; the last turn is gpt.
+ * Form (b): function_call / observation turns; the last turn is gpt. A function_call value is the
+ * turn's role steps as one thought, `<think>\n…\n</think>\n\n`, then `{"name", "arguments"}` JSON.
+ * LLaMA-Factory's FunctionFormatter cuts the thought with a non-greedy `<think>(.*?)</think>` and
+ * parses the rest as JSON, so the thought must hold no `</think>` of its own: the turn's think steps
+ * lose their tags and keep their text in place (`thoughtOf`). The newlines match both its old
+ * (`<think>`, `</think>`) and current (`<think>\n`, `\n</think>\n\n`) thought words.
  */
 export function multiTurnRecord(t: Trajectory, tok: Tokenizer): SharegptRecord {
   const [system, user] = chatPrompt(t);
@@ -67,10 +70,18 @@ export function multiTurnRecord(t: Trajectory, tok: Tokenizer): SharegptRecord {
       continue;
     }
     const fn = { name: call.tool, arguments: { [TOOL_FUNCTIONS[call.tool].param]: call.args } };
-    const thought = before ? `<think>${before}</think>` : "";
-    conversations.push({ from: "function_call", value: `${thought}${JSON.stringify(fn)}` });
+    conversations.push({ from: "function_call", value: `${thoughtOf(before)}${JSON.stringify(fn)}` });
   }
   return { conversations, system: system!.content, tools: JSON.stringify(toolDefinitions(t)) };
+}
+
+/**
+ * A function_call turn's role steps as the call's thought. Written even when empty (LLaMA-Factory's
+ * reasoning templates add an empty one themselves) so a `<think>` inside the JSON is never taken for it.
+ */
+function thoughtOf(roleSteps: string): string {
+  const flat = roleSteps.replaceAll(openTag("think"), "").replaceAll(closeTag("think"), "");
+  return `${openTag("think")}\n${flat}\n${closeTag("think")}\n\n`;
 }
 
 function toolDefinitions(t: Trajectory) {
