@@ -31,6 +31,16 @@ describe("demo stages", () => {
   });
 });
 
+const episode = (solved: boolean) => ({
+  billedTokens: 1000,
+  generatedTokens: 200,
+  observationTokens: 300,
+  modelCalls: 3,
+  toolCalls: 2,
+  wallMs: 10,
+  solved,
+});
+
 const evalSummary = (pass1: number): EvalSummary => ({
   model: "coa-tiny",
   profile: "all",
@@ -44,26 +54,7 @@ const evalSummary = (pass1: number): EvalSummary => ({
     bestOfKBySelfScore: pass1,
     k: 1,
   },
-  cost: costSummary([
-    {
-      billedTokens: 1000,
-      generatedTokens: 200,
-      observationTokens: 300,
-      modelCalls: 3,
-      toolCalls: 2,
-      wallMs: 10,
-      solved: pass1 > 0,
-    },
-    {
-      billedTokens: 1000,
-      generatedTokens: 200,
-      observationTokens: 300,
-      modelCalls: 3,
-      toolCalls: 2,
-      wallMs: 10,
-      solved: false,
-    },
-  ]),
+  cost: costSummary([episode(pass1 > 0), episode(false)]),
   formatErrorRate: 0.5,
   finishReasons: { answer: 2 },
 });
