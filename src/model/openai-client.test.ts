@@ -143,6 +143,37 @@ describe("OpenAICompatibleClient over /v1/completions", () => {
     });
   });
 
+  it("infers a dropped stop from the open tag when the server does not name it (OpenAI, llama.cpp)", async () => {
+    const server = await serve({
+      "POST /v1/completions": () => completion("<think>x</think>\n<web_search>capital of Orla"),
+    });
+    const result = await client(server.url, { textOnly: true, tokenizer: bytes }).complete({
+      prompt: "q",
+      stop: ["</web_search>", "</answer>"],
+      maxTokens: 32,
+    });
+    const text = "<think>x</think>\n<web_search>capital of Orla</web_search>";
+    expect(result.choices[0]).toMatchObject({
+      text,
+      tokenIds: bytes.encode(text),
+      stopSequence: "</web_search>",
+      exactIds: false,
+    });
+  });
+
+  it("leaves an EOS reply with no open tag unchanged", async () => {
+    const server = await serve({
+      "POST /v1/completions": () => completion("<answer>Orla</answer> done", { token_ids: [1, 2] }),
+    });
+    const result = await client(server.url).complete({ prompt: "q", stop: ["</answer>"], maxTokens: 8 });
+    expect(result.choices[0]).toEqual({
+      text: "<answer>Orla</answer> done",
+      tokenIds: [1, 2],
+      finishReason: "stop",
+      stopSequence: null,
+    });
+  });
+
   it("returns n choices in index order and sums usage when the server sends none", async () => {
     const server = await serve({
       "POST /v1/completions": () => ({

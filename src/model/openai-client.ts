@@ -191,8 +191,12 @@ export class OpenAICompatibleClient implements ModelClient {
     let exact = ids !== undefined;
     let logprobs = req.logprobs ? c.logprobs : undefined;
 
+    const named = typeof c.stopReason === "string" && req.stop.includes(c.stopReason) ? c.stopReason : null;
+    const kept = req.stop.some((s) => text.endsWith(s));
+    // Servers that name no stop (OpenAI, llama.cpp) may still have dropped one: infer it from the open tag.
     const reported =
-      typeof c.stopReason === "string" && req.stop.includes(c.stopReason) ? c.stopReason : null;
+      named ??
+      (finishReason === "stop" && c.stopReason === null && !kept ? openStopTag(text, req.stop) : null);
     if (finishReason === "stop" && reported !== null && !text.endsWith(reported)) {
       // The server dropped the matched stop string; put it back so "stop string kept" holds.
       text += reported;
@@ -220,4 +224,23 @@ export class OpenAICompatibleClient implements ModelClient {
 /** `http://host:8000/v1/` → `http://host:8000`: /tokenize and /detokenize live at the root in vLLM. */
 function serverRoot(baseUrl: string): string {
   return baseUrl.replace(/\/+$/, "").replace(/\/v1$/, "");
+}
+
+/**
+ * The closing-tag stop (`</x>`) whose `<x>` was opened last in `text` and not closed after it, or
+ * null. A server that drops the stop string without naming it leaves exactly such an open tag; text
+ * with no open tag ended at EOS.
+ */
+export function openStopTag(text: string, stops: readonly string[]): string | null {
+  let best: string | null = null;
+  let bestAt = -1;
+  for (const stop of stops) {
+    if (!stop.startsWith("</") || !stop.endsWith(">")) continue;
+    const opened = text.lastIndexOf(`<${stop.slice(2)}`);
+    if (opened > bestAt && text.lastIndexOf(stop) < opened) {
+      best = stop;
+      bestAt = opened;
+    }
+  }
+  return best;
 }
