@@ -193,10 +193,13 @@ export class OpenAICompatibleClient implements ModelClient {
 
     const named = typeof c.stopReason === "string" && req.stop.includes(c.stopReason) ? c.stopReason : null;
     const kept = req.stop.some((s) => text.endsWith(s));
-    // Servers that name no stop (OpenAI, llama.cpp) may still have dropped one: infer it from the open tag.
+    // A server sent vLLM's extensions keeps its stop string, so a text without one ended on EOS. Servers
+    // without them (OpenAI, llama.cpp) drop the stop unnamed: infer it from the tag left open.
     const reported =
       named ??
-      (finishReason === "stop" && c.stopReason === null && !kept ? openStopTag(text, req.stop) : null);
+      (finishReason === "stop" && c.stopReason === null && !kept && !this.extensions
+        ? openStopTag(text, req.stop)
+        : null);
     if (finishReason === "stop" && reported !== null && !text.endsWith(reported)) {
       // The server dropped the matched stop string; put it back so "stop string kept" holds.
       text += reported;

@@ -58,7 +58,9 @@ function client(url: string): OpenAICompatibleClient {
     retryBaseMs: 5,
     textOnly: true,
     tokenizer: new ByteTokenizer(),
-    serverExtensions: false,
+    // A server that keeps stop strings (vLLM's extension), so a reply with an unclosed tool tag
+    // stays malformed rather than being repaired by the client's dropped-stop inference.
+    serverExtensions: true,
   });
 }
 
