@@ -147,7 +147,11 @@ describe("OpenAICompatibleClient over /v1/completions", () => {
     const server = await serve({
       "POST /v1/completions": () => completion("<think>x</think>\n<web_search>capital of Orla"),
     });
-    const result = await client(server.url, { textOnly: true, tokenizer: bytes, serverExtensions: false }).complete({
+    const result = await client(server.url, {
+      textOnly: true,
+      tokenizer: bytes,
+      serverExtensions: false,
+    }).complete({
       prompt: "q",
       stop: ["</web_search>", "</answer>"],
       maxTokens: 32,
