@@ -5,7 +5,7 @@ import type { ModelClient } from "../model/index.js";
 import { completionIds, type ProfileName, parseCoa, type ToolTag, Trajectory } from "../protocol/index.js";
 import { type ScoreContext, scoreTask } from "../rewards/index.js";
 import { type Budget, runAgent, type Sampling } from "../runtime/index.js";
-import type { Task } from "../tasks/index.js";
+import { hashString, type Task } from "../tasks/index.js";
 import type { Tool } from "../tools/index.js";
 import { appendJsonl, readJsonlTolerant, repairJsonlTail } from "../util/index.js";
 import { trajectoryCost } from "./costs.js";
@@ -71,11 +71,8 @@ function lastSelfScore(text: string): number | null {
 const sampleKey = (taskId: string, sample: number) => `${taskId}#${sample}`;
 
 /** Deterministic 31-bit seed per (task, sample), so reruns and resumes sample the same way. */
-function sampleSeed(base: number, taskId: string, sample: number): number {
-  let h = (base ^ 0x9e3779b9) >>> 0;
-  for (const ch of `${taskId}#${sample}`) h = Math.imul(h ^ ch.charCodeAt(0), 0x01000193) >>> 0;
-  return h & 0x7fffffff;
-}
+const sampleSeed = (base: number, taskId: string, sample: number): number =>
+  hashString(`${base}:${taskId}#${sample}`) & 0x7fffffff;
 
 /**
  * Runs every task k times through the real runtime, scores each answer, and appends each sample to
