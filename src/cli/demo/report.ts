@@ -14,7 +14,7 @@ import {
   trajectoryCost,
 } from "../../eval/index.js";
 import { ByteTokenizer } from "../../model/index.js";
-import { parseCoa, Trajectory } from "../../protocol/index.js";
+import { completionIds, parseCoa, Trajectory } from "../../protocol/index.js";
 import { MasTrace } from "../../teacher/index.js";
 import { readJsonlTolerant } from "../../util/index.js";
 import type { DemoPreset } from "./presets.js";
@@ -77,7 +77,7 @@ async function examples(file: string): Promise<ReportBlock[]> {
   const longest = [...records].sort((a, b) => b.stats.modelTokens - a.stats.modelTokens)[0];
   const picks = [solved, failed, longest].filter((t, i, all): t is Trajectory => !!t && all.indexOf(t) === i);
   return picks.flatMap((t) => {
-    const text = tokenizer.decode(t.segments.flatMap((s) => s.ids));
+    const text = tokenizer.decode(completionIds(t));
     const errors = parseCoa(text).errors.length;
     const gold = (t.meta.answers as string[] | undefined)?.join(" | ") ?? "?";
     return [
