@@ -28,6 +28,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--port", type=int, default=0, help="0 picks a free port")
     p.add_argument("--tags", help="JSON list of protocol tags (default: the bundled specials.json)")
     p.add_argument("--dtype", default="auto", choices=["auto", "fp32", "bf16"])
+    p.add_argument(
+        "--device",
+        default=os.environ.get("COA_DEVICE", "auto"),
+        choices=["auto", "cpu", "cuda"],
+        help="auto: a CUDA GPU when torch sees one (default: $COA_DEVICE, else auto)",
+    )
     p.add_argument("--threads", type=int, help="torch intra-op threads (default: the CPUs this process may use)")
     p.add_argument("--seed", type=int, default=0, help="seed for a fresh model's weights")
     p.add_argument("--max-seq-len", type=int, help="override a preset's context length")
@@ -50,6 +56,7 @@ def build_worker(args: argparse.Namespace):
         checkpoint_dir=args.checkpoint,
         tags=tags,
         dtype=args.dtype,
+        device=args.device,
         seed=args.seed,
         max_seq_len=args.max_seq_len,
         max_rows=args.max_batch,

@@ -77,13 +77,15 @@ class KVCache:
         self.keys, self.values, self.lens = keys, values, lens
 
     @classmethod
-    def empty(cls, config: ModelConfig, rows: int, capacity: int, dtype: torch.dtype) -> KVCache:
+    def empty(
+        cls, config: ModelConfig, rows: int, capacity: int, dtype: torch.dtype, device: torch.device | str = "cpu"
+    ) -> KVCache:
         shape = (rows, config.n_heads, capacity, config.head_dim)
         layers = range(config.n_layers)
         return cls(
-            [torch.zeros(shape, dtype=dtype) for _ in layers],
-            [torch.zeros(shape, dtype=dtype) for _ in layers],
-            torch.zeros(rows, dtype=torch.long),
+            [torch.zeros(shape, dtype=dtype, device=device) for _ in layers],
+            [torch.zeros(shape, dtype=dtype, device=device) for _ in layers],
+            torch.zeros(rows, dtype=torch.long, device=device),
         )
 
     @property
@@ -130,7 +132,7 @@ class Attention(nn.Module):
         q, k = rotate(q, cos, sin), rotate(k, cos, sin)
         if cache is not None and decoding:
             # Each row writes its one new position at its own length, then reads its whole prefix.
-            rows = torch.arange(b)
+            rows = torch.arange(b, device=x.device)
             cache.keys[layer][rows, :, cache.lens] = k[:, :, 0].to(cache.keys[layer].dtype)
             cache.values[layer][rows, :, cache.lens] = v[:, :, 0].to(cache.values[layer].dtype)
             span = int(cache.lens.max()) + 1
@@ -140,6 +142,11 @@ class Attention(nn.Module):
             cache.keys[layer][:, :, :t] = k
             cache.values[layer][:, :, :t] = v
         h, span = self.n_heads, k.shape[2]
+        if x.is_cuda and span == t and hasattr(F, "scaled_dot_product_attention"):
+            # Full causal attention over the whole sequence (training, prefill): the fused kernel,
+            # which never stores the T x T scores. `bias` is then exactly the causal mask.
+            y = F.scaled_dot_product_attention(q, k.to(q.dtype), v.to(q.dtype), is_causal=True)
+            return self.out(y.transpose(1, 2).reshape(b, t, -1))
         # Scale, mask and QK^T in one GEMM call.
         scores = torch.baddbmm(
             bias,
@@ -215,7 +222,7 @@ class Transformer(nn.Module):
         if t > self.config.max_seq_len:
             raise ValueError(f"sequence of {t} tokens exceeds the context of {self.config.max_seq_len}")
         cos, sin = self.rope_cos[:t][None, None], self.rope_sin[:t][None, None]
-        bias = torch.full((t, t), float("-inf")).triu(1)
+        bias = torch.full((t, t), float("-inf"), device=ids.device).triu(1)
         x = self.embed(ids)
         for i, block in enumerate(self.blocks):
             if self.recompute_blocks and self.training:
@@ -223,7 +230,9 @@ class Transformer(nn.Module):
             else:
                 x = block(x, cos, sin, bias, i, cache)
         if cache is not None:
-            cache.lens = lengths if lengths is not None else torch.full((ids.shape[0],), t, dtype=torch.long)
+            cache.lens = (
+                lengths if lengths is not None else torch.full((ids.shape[0],), t, dtype=torch.long, device=ids.device)
+            )
         return self.logits(x)
 
     def decode(self, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
@@ -233,8 +242,8 @@ class Transformer(nn.Module):
             raise ValueError("KV cache is full")
         cos, sin = self.rope_cos[pos][:, None, None], self.rope_sin[pos][:, None, None]
         b, h, span = ids.shape[0], self.config.n_heads, int(pos.max()) + 1
-        future = torch.arange(span)[None, None, :] > pos[:, None, None]
-        bias = torch.zeros(b, 1, span).masked_fill(future, float("-inf")).repeat_interleave(h, dim=0)
+        future = torch.arange(span, device=ids.device)[None, None, :] > pos[:, None, None]
+        bias = torch.zeros(b, 1, span, device=ids.device).masked_fill(future, float("-inf")).repeat_interleave(h, dim=0)
         x = self.embed(ids[:, None])
         for i, block in enumerate(self.blocks):
             x = block(x, cos, sin, bias, i, cache, decoding=True)

@@ -1,6 +1,6 @@
-"""Which arithmetic to run in: bf16 autocast where this CPU does it fast (AMX, AVX-512 BF16), fp32
-otherwise. Decided by timing a small matmul in both at start-up, so the choice follows the hardware
-rather than a flag list.
+"""Where and in which arithmetic to run. On a CPU, bf16 autocast where it is fast (AMX, AVX-512
+BF16), fp32 otherwise, decided by timing a small matmul in both at start-up, so the choice follows the
+hardware rather than a flag list. On a CUDA GPU, bf16 wherever the GPU supports it.
 """
 
 from __future__ import annotations
@@ -22,9 +22,22 @@ def matmul_flops(dtype: torch.dtype, size: int = 256, seconds: float = 0.05) -> 
     return 2 * size**3 * reps / elapsed
 
 
-def choose_dtype(requested: str) -> tuple[str, dict[str, float]]:
+def choose_device(requested: str) -> str:
+    """`requested` is "auto" (CUDA when torch sees a GPU), "cpu" or "cuda"."""
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested not in ("cpu", "cuda"):
+        raise ValueError(f"device must be auto, cpu or cuda, not {requested!r}")
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device cuda was asked for, but torch sees no CUDA GPU")
+    return requested
+
+
+def choose_dtype(requested: str, device: str = "cpu") -> tuple[str, dict[str, float]]:
     """`requested` is "auto", "fp32" or "bf16"; returns the choice and the GFLOP/s measured for it."""
     measured: dict[str, float] = {}
+    if requested == "auto" and device == "cuda":
+        return ("bf16" if torch.cuda.is_bf16_supported() else "fp32"), measured
     if requested == "auto":
         measured = {"fp32": matmul_flops(torch.float32) / 1e9, "bf16": matmul_flops(torch.bfloat16) / 1e9}
         # bf16 must win clearly: it also costs accuracy.
@@ -34,8 +47,8 @@ def choose_dtype(requested: str) -> tuple[str, dict[str, float]]:
     return requested, measured
 
 
-def autocast(dtype: str):
-    """The context that model code runs in."""
+def autocast(dtype: str, device_type: str = "cpu"):
+    """The context that model code runs in on `device_type` ("cpu" or "cuda")."""
     if dtype == "bf16":
-        return torch.autocast(device_type="cpu", dtype=torch.bfloat16)
+        return torch.autocast(device_type=device_type, dtype=torch.bfloat16)
     return contextlib.nullcontext()

@@ -155,13 +155,15 @@ class CachedDecoder:
         ids = torch.full((len(prompts), int(lengths.max())), PAD_ID, dtype=torch.long)
         for i, p in enumerate(prompts):
             ids[i, : len(p)] = torch.tensor(p)
-        cache = KVCache.empty(self.model.config, len(prompts), capacity, torch.float32)
-        with autocast(self.dtype):
+        device = self.model.rope_cos.device
+        ids, lengths = ids.to(device), lengths.to(device)
+        cache = KVCache.empty(self.model.config, len(prompts), capacity, torch.float32, device)
+        with autocast(self.dtype, device.type):
             logits = self.model(ids, cache, lengths)
-        return cache, logits[torch.arange(len(prompts)), lengths - 1].float()
+        return cache, logits[torch.arange(len(prompts), device=device), lengths - 1].float()
 
     def decode(self, cache: KVCache, ids: torch.Tensor) -> torch.Tensor:
-        with autocast(self.dtype):
+        with autocast(self.dtype, ids.device.type):
             return self.model.decode(ids, cache).float()
 
 

@@ -75,7 +75,7 @@ def padded(rows: list[list], fill, device: torch.device | str = "cpu") -> torch.
 
 def target_logprobs(model, ids: torch.Tensor, temperature: float, dtype: str):
     """Logprob of ids[:, 1:] given their prefixes, and the log-distributions they come from."""
-    with autocast(dtype):
+    with autocast(dtype, ids.device.type):
         logits = model(ids[:, :-1])
     logp = F.log_softmax(logits.float() / temperature, dim=-1)
     return logp.gather(-1, ids[:, 1:, None])[..., 0], logp

@@ -11,7 +11,7 @@ import torch
 
 from . import checkpoint
 from .model import ModelConfig, Transformer, preset_config
-from .precision import choose_dtype
+from .precision import choose_device, choose_dtype
 from .sampling import CachedDecoder, ModelGate, Sampler
 from .tokenizer import ByteTokenizer, default_tags
 from .train import OptimizerConfig, Trainer
@@ -40,11 +40,13 @@ class Worker:
         checkpoint_dir: str | None = None,
         tags: list[str] | None = None,
         dtype: str = "auto",
+        device: str = "auto",
         seed: int = 0,
         max_seq_len: int | None = None,
         max_rows: int = 64,
     ):
-        self.dtype, self.dtype_gflops = choose_dtype(dtype)
+        self.device = choose_device(device)
+        self.dtype, self.dtype_gflops = choose_dtype(dtype, self.device)
         self.expected_tags = tags
         self.gate = ModelGate()
         self.started = time.time()
@@ -54,7 +56,8 @@ class Worker:
             self.tokenizer = ByteTokenizer(tags or default_tags())
             torch.manual_seed(seed)
             self.preset = preset or "tiny"
-            self._install(Transformer(preset_config(self.preset, self.tokenizer.vocab_size, max_seq_len)))
+            config = preset_config(self.preset, self.tokenizer.vocab_size, max_seq_len)
+            self._install(Transformer(config).to(self.device))
             self.checkpoint_dir = None
         self.sampler = Sampler(CachedDecoder(self.model, self.dtype), self.tokenizer, self.gate, max_rows=max_rows)
 
@@ -67,8 +70,11 @@ class Worker:
         return self.model.config.max_seq_len
 
     def _install(self, model: Transformer, trainer: Trainer | None = None) -> None:
+        # Callers move the model to self.device first, so the optimizer holds the moved parameters.
         self.model = model.eval()
-        self.trainer = trainer or Trainer(model, self.dtype)
+        # A GPU takes far longer micro-batches than a CPU before memory or latency suffer.
+        config = OptimizerConfig(micro_batch_tokens=65536 if self.device == "cuda" else 8192)
+        self.trainer = trainer or Trainer(model, self.dtype, config)
         if hasattr(self, "sampler"):
             self.sampler.decoder = CachedDecoder(model, self.dtype)
             self.sampler.tokenizer = self.tokenizer
@@ -83,7 +89,7 @@ class Worker:
             "params": self.model.num_params(),
             "max_model_len": self.max_seq_len,
             "tokenizer": {"name": self.tokenizer.name, "vocab_size": self.tokenizer.vocab_size},
-            "device": "cpu",
+            "device": self.device,
             "dtype": self.dtype,
             "matmul_gflops": {k: round(v, 1) for k, v in self.dtype_gflops.items()},
             "threads": torch.get_num_threads(),
@@ -139,12 +145,14 @@ class Worker:
         tokenizer = ByteTokenizer(tags)
         model = Transformer(ModelConfig(**manifest["model"]))
         model.load_state_dict(tensors["model"])
+        model.to(self.device)
         trainer = Trainer(model, self.dtype, OptimizerConfig(**manifest.get("optimizer", {})))
         trainer.optimizer.load_state_dict(tensors["optimizer"])
         trainer.step = int(manifest.get("step", 0))
         if "reference" in tensors:
             trainer.reference = Transformer(model.config).eval().requires_grad_(False)
             trainer.reference.load_state_dict(tensors["reference"])
+            trainer.reference.to(self.device)
         self.tokenizer, self.preset = tokenizer, manifest.get("preset", "custom")
         self._install(model, trainer)
         self.checkpoint_dir = str(Path(folder).resolve())

@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import { z } from "zod";
 
 /** Checks a subcommand's flags; a bad one is reported as the user typed it (`--max-turns: …`). */
 export function parseFlags<S extends z.ZodType>(schema: S, raw: unknown): z.infer<S> {
@@ -11,3 +11,7 @@ export function parseFlags<S extends z.ZodType>(schema: S, raw: unknown): z.infe
   }
   return parsed.data;
 }
+
+/** `--search-top-k`: results per search call, shared by every command that runs the tools. */
+export const SearchTopK = z.coerce.number().int().positive().max(20).optional();
+export const SEARCH_TOP_K_OPTION = ["--search-top-k <n>", "results per search call (default 5)"] as const;

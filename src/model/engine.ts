@@ -33,6 +33,8 @@ export interface EngineOptions {
   python?: string;
   /** Arithmetic: `auto` (default) times fp32 and bf16 matmuls at start and takes the faster. */
   dtype?: "auto" | "fp32" | "bf16";
+  /** `auto` (default): a CUDA GPU when torch sees one, else the CPU; `$COA_DEVICE` also sets it. */
+  device?: "auto" | "cpu" | "cuda";
   /** torch intra-op threads; default: every CPU the process may use. */
   threads?: number;
   /** Seed of a fresh model's weights (default 0, so a preset starts identical every time). */
@@ -99,6 +101,7 @@ export class Engine implements ModelClient {
     else args.push("--hf-model", source.hfModel);
     if (!("hfModel" in source)) args.push("--tags", JSON.stringify(tagTokens()));
     if (options.dtype) args.push("--dtype", options.dtype);
+    if (options.device) args.push("--device", options.device);
     if (options.threads) args.push("--threads", String(options.threads));
     if (options.seed !== undefined) args.push("--seed", String(options.seed));
     if (options.maxSeqLen) args.push("--max-seq-len", String(options.maxSeqLen));

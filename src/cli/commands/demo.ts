@@ -2,13 +2,19 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
-import { DEMO_PRESETS, type DemoPreset } from "../demo/presets.js";
+import { DEMO_PRESETS, DemoPreset } from "../demo/presets.js";
 import { type StageTiming, writeDemoReport } from "../demo/report.js";
 import { demoStages, runStage } from "../demo/stages.js";
+
+/** The tiny and small presets' context, and what the system prompt and question take of it. */
+const DEFAULT_CONTEXT = 2048;
+const PROMPT_ROOM = 640;
 
 /** stages.json: what finished, so a rerun resumes at the first stage that did not. */
 const StagesDone = z.object({
   preset: z.string(),
+  /** Every setting the stages ran with; a resumed run must use the same. */
+  settings: z.record(z.string(), z.unknown()).optional(),
   done: z.array(z.object({ name: z.string(), title: z.string(), seconds: z.number() })),
 });
 
@@ -20,6 +26,10 @@ async function readDone(file: string, preset: DemoPreset): Promise<StageTiming[]
   if (parsed.data.preset !== preset.name)
     throw new Error(
       `${path.dirname(file)} holds a --${parsed.data.preset} demo; use another --out or the same preset`,
+    );
+  if (parsed.data.settings && JSON.stringify(parsed.data.settings) !== JSON.stringify(preset))
+    throw new Error(
+      `${path.dirname(file)} was started with other settings (--config); use another --out or the same settings`,
     );
   return parsed.data.done;
 }
@@ -34,17 +44,23 @@ export async function runDemo(preset: DemoPreset, out: string, log: (line: strin
       (done.length ? ` (resuming: ${done.length} done)` : ""),
   );
   // RL reads its rollout limits from a config file; written first so a resumed run sees the same.
-  await writeFile(
-    path.join(out, "rl-config.json"),
-    `${JSON.stringify({ rollout: { maxTurns: preset.maxTurns, concurrency: 4 } }, null, 2)}\n`,
-  );
+  // An episode may fill the model's context but for the prompt (about 550 byte tokens).
+  const rollout = {
+    maxTurns: preset.maxTurns,
+    concurrency: preset.concurrency,
+    maxResponseTokens: (preset.modelContext ?? DEFAULT_CONTEXT) - PROMPT_ROOM,
+  };
+  await writeFile(path.join(out, "rl-config.json"), `${JSON.stringify({ rollout }, null, 2)}\n`);
   for (const [i, stage] of stages.entries()) {
     if (done.some((d) => d.name === stage.name)) continue;
     log(`\n[${i + 1}/${stages.length}] ${stage.title}: coa ${stage.args.join(" ")}`);
     const started = performance.now();
     await runStage(stage);
     done.push({ name: stage.name, title: stage.title, seconds: (performance.now() - started) / 1000 });
-    await writeFile(doneFile, `${JSON.stringify({ preset: preset.name, done }, null, 2)}\n`);
+    await writeFile(
+      doneFile,
+      `${JSON.stringify({ preset: preset.name, settings: preset, done }, null, 2)}\n`,
+    );
   }
   const { report } = await writeDemoReport(out, preset, done);
   const results = report.sections[0]!;
@@ -52,6 +68,22 @@ export async function runDemo(preset: DemoPreset, out: string, log: (line: strin
     `\n${results.blocks.map((b) => (b.kind === "table" ? [b.header, ...b.rows].map((r) => r.join(" | ")).join("\n") : b.kind === "text" ? b.text : "")).join("\n\n")}`,
   );
   log(`\nreport: ${path.join(out, "report.md")} and report.html; browse trajectories with: coa view ${out}`);
+}
+
+/** A preset with the fields of a JSON file laid over it; unknown or ill-typed fields are refused. */
+export async function presetWithOverrides(base: DemoPreset, file: string): Promise<DemoPreset> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(await readFile(file, "utf8"));
+  } catch (err) {
+    throw new Error(`--config ${file}: ${(err as Error).message}`);
+  }
+  const fields = DemoPreset.partial().omit({ name: true }).strict().safeParse(raw);
+  if (!fields.success) {
+    const issue = fields.error.issues[0]!;
+    throw new Error(`--config ${file}: ${issue.path.join(".") || "(top level)"}: ${issue.message}`);
+  }
+  return DemoPreset.parse({ ...base, ...fields.data });
 }
 
 export function register(program: Command): void {
@@ -63,9 +95,14 @@ export function register(program: Command): void {
     .option("--quick", `about ${DEMO_PRESETS.quick.estimateMinutes} minutes, to try it`)
     .option("--full", "the largest preset (hours on 2 cores)")
     .option("--out <dir>", "demo folder (default runs/demo, runs/demo-quick with --quick)")
-    .action(async (opts: { quick?: boolean; full?: boolean; out?: string }) => {
+    .option(
+      "--config <json>",
+      'a JSON file of preset fields to change, e.g. {"sftSteps": 2000} (see docs/eval.md)',
+    )
+    .action(async (opts: { quick?: boolean; full?: boolean; out?: string; config?: string }) => {
       if (opts.quick && opts.full) throw new Error("choose one of --quick and --full");
-      const preset = DEMO_PRESETS[opts.quick ? "quick" : opts.full ? "full" : "default"];
+      const base = DEMO_PRESETS[opts.quick ? "quick" : opts.full ? "full" : "default"];
+      const preset = opts.config ? await presetWithOverrides(base, opts.config) : base;
       const out = opts.out ?? path.join("runs", preset.name === "default" ? "demo" : `demo-${preset.name}`);
       await runDemo(preset, out, (line) => process.stdout.write(`${line}\n`));
     });

@@ -20,6 +20,7 @@ export function register(program: Command): void {
     .option("--checkpoint <dir>", "load this checkpoint instead of a fresh preset")
     .option("--port <n>", "port on 127.0.0.1 (0 picks a free one)", "0")
     .option("--dtype <dtype>", "auto|fp32|bf16 (auto times both at start)", "auto")
+    .option("--device <device>", "auto|cpu|cuda (auto: a CUDA GPU when torch sees one; or $COA_DEVICE)")
     .option("--threads <n>", "torch threads (default: all CPUs)")
     .option("--log-requests", "log every request")
     .action(async (opts: ServeOptions) => {
@@ -49,6 +50,7 @@ interface ServeOptions {
   checkpoint?: string;
   port: string;
   dtype: string;
+  device?: string;
   threads?: string;
   logRequests?: boolean;
 }
@@ -64,11 +66,14 @@ async function serve(opts: ServeOptions): Promise<{ engine: Engine; stopped: Pro
   const dtype = opts.dtype;
   if (dtype !== "auto" && dtype !== "fp32" && dtype !== "bf16")
     throw new Error(`--dtype must be auto, fp32 or bf16, got ${dtype}`);
+  const device = opts.device;
+  if (device !== undefined && device !== "auto" && device !== "cpu" && device !== "cuda")
+    throw new Error(`--device must be auto, cpu or cuda, got ${device}`);
   const threads = opts.threads === undefined ? undefined : Number(opts.threads);
   if (threads !== undefined && !(Number.isInteger(threads) && threads > 0))
     throw new Error(`--threads must be a positive integer, got ${opts.threads}`);
   const source: EngineSource = opts.checkpoint ? { checkpoint: opts.checkpoint } : { preset: preset.data };
-  const engine = await Engine.start(source, { port, dtype, threads, logRequests: opts.logRequests });
+  const engine = await Engine.start(source, { port, dtype, device, threads, logRequests: opts.logRequests });
   const stopped = new Promise<void>((resolve) => {
     const stop = () => {
       process.off("SIGINT", stop);

@@ -9,7 +9,7 @@ import { DEFAULT_SAMPLING } from "../../runtime/index.js";
 import { loadTasks } from "../../tasks/index.js";
 import { CorpusIndex, createToolset } from "../../tools/index.js";
 import { findCorpus } from "../corpus.js";
-import { parseFlags } from "../flags.js";
+import { parseFlags, SEARCH_TOP_K_OPTION, SearchTopK } from "../flags.js";
 import { itemProgress } from "../progress.js";
 
 const Count = z.coerce.number().int().positive();
@@ -33,6 +33,7 @@ export const EvalFlags = z.object({
   maxTokens: Count.optional(),
   judge: z.string().optional(),
   unsafeNoSandbox: z.boolean().default(false),
+  searchTopK: SearchTopK,
 });
 export type EvalFlags = z.infer<typeof EvalFlags>;
 
@@ -59,7 +60,7 @@ export async function runEval(flags: EvalFlags, log: (line: string) => void): Pr
   const tools = createToolset({
     profile: flags.profile,
     index: corpus ? (await CorpusIndex.open(corpus)).index : undefined,
-    search: { provider: "local" },
+    search: { provider: "local", topK: flags.searchTopK },
     crawl: { offline: true },
     code: { unsafeNoSandbox: flags.unsafeNoSandbox },
   });
@@ -117,6 +118,7 @@ export function register(program: Command): void {
     .option("--model-name <name>", "model name on an HTTP server (default: the first it lists)")
     .option("--api <kind>", "completions|chat for HTTP servers", "completions")
     .option("--judge <spec>", "OpenAI-compatible model that judges web QA answers")
+    .option(...SEARCH_TOP_K_OPTION)
     .option("--unsafe-no-sandbox", "let the code tool run Python without bubblewrap")
     .action(async (raw: Record<string, unknown>) => {
       const flags = parseFlags(EvalFlags, raw);

@@ -7,7 +7,7 @@ import { openModel } from "../../model/index.js";
 import { ProfileName, type Step, Trajectory } from "../../protocol/index.js";
 import { type RunEvent, runAgent } from "../../runtime/index.js";
 import { CorpusIndex, createToolset } from "../../tools/index.js";
-import { parseFlags } from "../flags.js";
+import { parseFlags, SEARCH_TOP_K_OPTION, SearchTopK } from "../flags.js";
 
 const Count = z.coerce.number().int().positive();
 const Seconds = z.coerce.number().positive();
@@ -21,6 +21,7 @@ const RunFlags = z.object({
   searchUrl: z.url().optional(),
   offline: z.boolean().default(false),
   unsafeNoSandbox: z.boolean().default(false),
+  searchTopK: SearchTopK,
   out: z.string().min(1),
   modelName: z.string().optional(),
   api: z.enum(["completions", "chat"]),
@@ -53,6 +54,7 @@ export function register(program: Command): void {
     .option("-c, --corpus <jsonl>", "local corpus ({id,title,text,url?} per line) for search and crawl")
     .option("--search <provider>", "web_search backend: local (the corpus) | serper | searxng", "local")
     .option("--search-url <url>", "SearXNG base URL, or a Serper endpoint (key: $SERPER_API_KEY)")
+    .option(...SEARCH_TOP_K_OPTION)
     .option("--offline", "crawl_page reads only corpus documents and allowed files, never the network")
     .option(
       "--unsafe-no-sandbox",
@@ -102,6 +104,7 @@ export async function runQuestion(
         provider: flags.search,
         baseUrl: flags.searchUrl,
         apiKey: flags.search === "serper" ? process.env.SERPER_API_KEY : undefined,
+        topK: flags.searchTopK,
       },
       crawl: { offline: flags.offline },
       code: { unsafeNoSandbox: flags.unsafeNoSandbox },

@@ -14,7 +14,7 @@ import {
 } from "../../teacher/index.js";
 import { CorpusIndex, createToolset } from "../../tools/index.js";
 import { findCorpus } from "../corpus.js";
-import { parseFlags } from "../flags.js";
+import { parseFlags, SEARCH_TOP_K_OPTION, SearchTopK } from "../flags.js";
 import { itemProgress } from "../progress.js";
 
 const Count = z.coerce.number().int().positive();
@@ -39,6 +39,7 @@ export const TeachFlags = z
     maxTokens: Count.optional(),
     temperature: z.coerce.number().min(0).optional(),
     unsafeNoSandbox: z.boolean().default(false),
+    searchTopK: SearchTopK,
     cache: z.boolean().default(true),
   })
   .refine((f) => f.driver !== "llm" || f.model, {
@@ -55,7 +56,7 @@ export async function teach(flags: TeachFlags, log: (line: string) => void): Pro
   const { index } = await CorpusIndex.open(corpus);
   const tools = createToolset({
     index,
-    search: { provider: "local" },
+    search: { provider: "local", topK: flags.searchTopK },
     crawl: { offline: true },
     code: { unsafeNoSandbox: flags.unsafeNoSandbox },
   });
@@ -130,6 +131,7 @@ export function register(program: Command): void {
     .option("--concurrency <k>", "episodes in flight", "2")
     .option("--seed <n>", "expert driver: seed of its slips", "0")
     .option("--search-tool <tag>", "web_search | wiki_search", "web_search")
+    .option(...SEARCH_TOP_K_OPTION)
     .option("--max-tokens <n>", "llm driver: tokens per agent reply")
     .option("--temperature <t>", "llm driver: sampling temperature (default 0)")
     .option(

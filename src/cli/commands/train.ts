@@ -17,7 +17,7 @@ import {
   type SftConfigInput,
 } from "../../train/index.js";
 import { findCorpus } from "../corpus.js";
-import { parseFlags } from "../flags.js";
+import { parseFlags, SEARCH_TOP_K_OPTION, SearchTopK } from "../flags.js";
 import { itemProgress } from "../progress.js";
 
 const Int = z.coerce.number().int();
@@ -29,6 +29,7 @@ const SftFlags = z.object({
   out: z.string(),
   preset: EnginePreset,
   from: z.string().optional(),
+  context: z.coerce.number().int().min(16).optional(),
   config: z.string().optional(),
   steps: Int.optional(),
   epochs: Int.optional(),
@@ -58,6 +59,7 @@ const RlFlags = z.object({
   seed: Int.optional(),
   threads: Int.optional(),
   unsafeNoSandbox: z.boolean().default(false),
+  searchTopK: SearchTopK,
 });
 
 async function configFile(file: string | undefined): Promise<Record<string, unknown>> {
@@ -81,11 +83,17 @@ function checkConfig<S extends z.ZodType>(schema: S, input: unknown): void {
 }
 
 /** The engine for a run: its own last checkpoint when resuming, else --from, else a fresh preset. */
-async function engineFor(out: string, from: string | undefined, preset: EnginePreset, threads?: number) {
+/** `context` sets a fresh preset's context length; a checkpoint keeps the one it was trained with. */
+async function engineFor(
+  out: string,
+  from: string | undefined,
+  preset: EnginePreset,
+  opts: { threads?: number; context?: number } = {},
+) {
   const latest = await new Checkpoints(path.resolve(out), 1).latest();
   const source: EngineSource = latest ? { checkpoint: latest } : from ? { checkpoint: from } : { preset };
   if (latest) process.stderr.write(`resuming from ${latest}\n`);
-  return Engine.start(source, { threads });
+  return Engine.start(source, { threads: opts.threads, maxSeqLen: opts.context });
 }
 
 /** A world folder's rl split, or the file itself; the corpus next to a world when not given. */
@@ -109,6 +117,7 @@ export function register(program: Command): void {
     .requiredOption("--out <dir>", "run folder")
     .option("--preset <name>", `fresh model size (${EnginePreset.options.join("|")})`, "tiny")
     .option("--from <checkpoint>", "start from this checkpoint instead of a fresh preset")
+    .option("--context <n>", "context length of a fresh --preset model (default: the preset's)")
     .option("--config <json>", "a JSON file of SftConfig fields; flags override it")
     .option("--steps <n>", "total optimizer steps (default: --epochs over the data)")
     .option("--epochs <n>", "passes over the data")
@@ -121,10 +130,10 @@ export function register(program: Command): void {
     .option("--threads <n>", "engine threads")
     .action(async (raw: Record<string, unknown>) => {
       const f = parseFlags(SftFlags, raw);
-      const { preset, from, config: file, threads, ...rest } = f;
+      const { preset, from, context, config: file, threads, ...rest } = f;
       const input: SftConfigInput = { ...(await configFile(file)), ...defined(rest) } as SftConfigInput;
       checkConfig(SftConfig, input);
-      const engine = await engineFor(f.out, from, preset, threads);
+      const engine = await engineFor(f.out, from, preset, { threads, context });
       const bar = itemProgress("sft", { every: { items: 10 } });
       try {
         const summary = await runSft(input, engine, {
@@ -169,6 +178,7 @@ export function register(program: Command): void {
     .option("--profile <name>", "tag set the model was trained on (default all)")
     .option("--seed <n>", "task order and sampling seeds")
     .option("--threads <n>", "engine threads")
+    .option(...SEARCH_TOP_K_OPTION)
     .option("--unsafe-no-sandbox", "let the code tool run Python without bubblewrap")
     .action(async (raw: Record<string, unknown>) => {
       const f = parseFlags(RlFlags, raw);
@@ -190,12 +200,13 @@ export function register(program: Command): void {
       const { loaded, corpus } = await taskSource(f.tasks, f.corpus);
       for (const s of loaded.skipped.slice(0, 5))
         process.stderr.write(`skipped task: ${JSON.stringify(s)}\n`);
-      const engine = await engineFor(f.out, f.from, f.preset ?? "tiny", f.threads);
+      const engine = await engineFor(f.out, f.from, f.preset ?? "tiny", { threads: f.threads });
       const bar = itemProgress("rl", { every: { items: 1 } });
       try {
         const tools = createToolset({
           corpus,
           profile: config.rollout.profile,
+          search: { provider: "local", topK: f.searchTopK },
           crawl: { offline: true },
           code: { unsafeNoSandbox: f.unsafeNoSandbox },
         });

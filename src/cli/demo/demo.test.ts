@@ -14,7 +14,8 @@ describe("demo stages", () => {
   it("only use subcommands and flags the CLI really has", () => {
     const program = new Command();
     for (const register of commands) register(program);
-    for (const stage of demoStages(DEMO_PRESETS.default, "runs/demo")) {
+    const withContext = { ...DEMO_PRESETS.default, modelContext: 4096 };
+    for (const stage of [DEMO_PRESETS.default, withContext].flatMap((p) => demoStages(p, "runs/demo"))) {
       let cmd = program;
       const args = [...stage.args];
       while (args.length && !args[0]!.startsWith("--")) {
@@ -114,5 +115,20 @@ describe("demo report", () => {
     expect(await readFile(path.join(out, "report.html"), "utf8")).toContain(
       "<h2>Results on the test split</h2>",
     );
+  });
+});
+
+describe("demo --config", () => {
+  it("lays known fields over the preset and refuses unknown or ill-typed ones", async () => {
+    const { presetWithOverrides } = await import("../commands/demo.js");
+    const dir = await mkdtemp(path.join(tmpdir(), "coa-demo-config-"));
+    const file = path.join(dir, "c.json");
+    await writeFile(file, JSON.stringify({ sftSteps: 2000, modelPreset: "small" }));
+    const p = await presetWithOverrides(DEMO_PRESETS.default, file);
+    expect([p.name, p.sftSteps, p.modelPreset, p.evalTasks]).toEqual(["default", 2000, "small", 40]);
+    await writeFile(file, JSON.stringify({ sftStep: 5 }));
+    await expect(presetWithOverrides(DEMO_PRESETS.default, file)).rejects.toThrow(/sftStep/);
+    await writeFile(file, JSON.stringify({ sftSteps: -1 }));
+    await expect(presetWithOverrides(DEMO_PRESETS.default, file)).rejects.toThrow(/sftSteps/);
   });
 });

@@ -4,7 +4,8 @@ import { ProfileName } from "../../protocol/index.js";
 export const RolloutConfig = z.object({
   temperature: z.number().min(0).default(1),
   topP: z.number().gt(0).max(1).default(1),
-  maxTokensPerTurn: z.number().int().positive().default(256),
+  /** The runtime's default too: a final turn (reflection, double check, answer) must fit in one call. */
+  maxTokensPerTurn: z.number().int().positive().default(1024),
   maxTurns: z.number().int().positive().default(8),
   /** Cap on a whole completion (model and tool tokens); the overlong buffer counts towards it. */
   maxResponseTokens: z.number().int().positive().default(1024),
