@@ -113,6 +113,12 @@ describe("runPython in the bubblewrap sandbox", () => {
     );
   });
 
+  it("names a missing interpreter and how to choose another", async () => {
+    await expect(probeSandbox({ python: "/nonexistent/python3" })).rejects.toThrow(
+      /no interpreter at \/nonexistent\/python3.*COA_SANDBOX_PYTHON/s,
+    );
+  });
+
   it("runs unsandboxed only when asked to, still under limits", async () => {
     const options = { bwrap: "/nonexistent/bwrap", unsafeNoSandbox: true };
     const run = await runPython({ code: "print(input())", stdin: "hi\n", options, limits });

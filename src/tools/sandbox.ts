@@ -2,7 +2,7 @@ import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { existsSync, lstatSync, readlinkSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { constants as osConstants, tmpdir } from "node:os";
-import { join } from "node:path";
+import { isAbsolute, join } from "node:path";
 import { promisify } from "node:util";
 import pc from "picocolors";
 import { z } from "zod";
@@ -217,6 +217,11 @@ async function probeOnce(bwrap: string, python: string): Promise<BwrapFeatures> 
   } catch (err) {
     throw refuse(`cannot run ${bwrap} (${err instanceof Error ? err.message : err})`);
   }
+  if (isAbsolute(python) && !existsSync(python))
+    throw new SandboxUnavailableError(
+      `Python sandbox unavailable: no interpreter at ${python}. The sandbox mounts only system directories, ` +
+        "so it needs a system Python (apt-get install python3) or one under /usr named with COA_SANDBOX_PYTHON.",
+    );
   const features = { tmpfsSize: versionAtLeast(version, 0, 7), disableUserns: versionAtLeast(version, 0, 8) };
   const limits = SandboxLimits.parse({ wallMs: 10_000 });
   const run = await spawnAndCollect(bwrap, bwrapArgs(python, limits, features), {
