@@ -27,6 +27,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0, help="0 picks a free port")
     p.add_argument("--tags", help="JSON list of protocol tags (default: the bundled specials.json)")
+    p.add_argument("--tokenizer", help="a fresh model's vocabulary: a tokenizer file (the tokenizer.json of `coa distill`)")
     p.add_argument("--dtype", default="auto", choices=["auto", "fp32", "bf16"])
     p.add_argument(
         "--device",
@@ -55,6 +56,7 @@ def build_worker(args: argparse.Namespace):
         preset=args.preset,
         checkpoint_dir=args.checkpoint,
         tags=tags,
+        tokenizer_file=args.tokenizer,
         dtype=args.dtype,
         device=args.device,
         seed=args.seed,

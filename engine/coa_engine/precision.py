@@ -12,9 +12,11 @@ import torch
 
 
 def matmul_flops(dtype: torch.dtype, size: int = 256, seconds: float = 0.05) -> float:
-    """Measured FLOP/s of a square matmul in `dtype`."""
+    """Measured FLOP/s of a square matmul in `dtype`, after a warm-up (the first bf16 calls of a
+    process build their kernels and run up to fifty times slower)."""
     a, b = torch.randn(size, size).to(dtype), torch.randn(size, size).to(dtype)
-    a @ b
+    for _ in range(5):
+        a @ b
     reps, start = 0, time.perf_counter()
     while (elapsed := time.perf_counter() - start) < seconds or reps < 3:
         a @ b
@@ -39,7 +41,12 @@ def choose_dtype(requested: str, device: str = "cpu") -> tuple[str, dict[str, fl
     if requested == "auto" and device == "cuda":
         return ("bf16" if torch.cuda.is_bf16_supported() else "fp32"), measured
     if requested == "auto":
-        measured = {"fp32": matmul_flops(torch.float32) / 1e9, "bf16": matmul_flops(torch.bfloat16) / 1e9}
+        # Best of three alternating rounds, so that a moment of load on a shared machine cannot
+        # decide the arithmetic of the whole run.
+        measured = {"fp32": 0.0, "bf16": 0.0}
+        for _ in range(3):
+            for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+                measured[name] = max(measured[name], matmul_flops(dtype) / 1e9)
         # bf16 must win clearly: it also costs accuracy.
         return ("bf16" if measured["bf16"] > 1.2 * measured["fp32"] else "fp32"), measured
     if requested not in ("fp32", "bf16"):

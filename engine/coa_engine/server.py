@@ -135,6 +135,8 @@ ROUTES = {
     ("POST", "/checkpoint/load"): checkpoint_load,
     ("GET", "/v1/models"): models,
     ("GET", "/info"): lambda w, _: w.info(),
+    # The whole vocabulary (tags, merges), so a client can tokenize locally with the same ids.
+    ("GET", "/tokenizer"): lambda w, _: w.tokenizer.to_json(),
     ("GET", "/health"): lambda w, _: {"status": "ok"},
 }
 

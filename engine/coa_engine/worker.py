@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from datetime import datetime, timezone
@@ -13,7 +14,7 @@ from . import checkpoint
 from .model import ModelConfig, Transformer, preset_config
 from .precision import choose_device, choose_dtype
 from .sampling import CachedDecoder, ModelGate, Sampler
-from .tokenizer import ByteTokenizer, default_tags
+from .tokenizer import ByteTokenizer, default_tags, tokenizer_from_json
 from .train import OptimizerConfig, Trainer
 
 
@@ -39,6 +40,7 @@ class Worker:
         preset: str | None = None,
         checkpoint_dir: str | None = None,
         tags: list[str] | None = None,
+        tokenizer_file: str | None = None,
         dtype: str = "auto",
         device: str = "auto",
         seed: int = 0,
@@ -53,13 +55,25 @@ class Worker:
         if checkpoint_dir:
             self._load(checkpoint_dir)
         else:
-            self.tokenizer = ByteTokenizer(tags or default_tags())
+            self.tokenizer = self._fresh_tokenizer(tags or default_tags(), tokenizer_file)
             torch.manual_seed(seed)
             self.preset = preset or "tiny"
             config = preset_config(self.preset, self.tokenizer.vocab_size, max_seq_len)
             self._install(Transformer(config).to(self.device))
             self.checkpoint_dir = None
         self.sampler = Sampler(CachedDecoder(self.model, self.dtype), self.tokenizer, self.gate, max_rows=max_rows)
+
+    @staticmethod
+    def _fresh_tokenizer(tags: list[str], file: str | None) -> ByteTokenizer:
+        if file is None:
+            return ByteTokenizer(tags)
+        try:
+            tokenizer = tokenizer_from_json(json.loads(Path(file).read_text()))
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise ValueError(f"{file}: not a tokenizer file ({err})") from err
+        if tokenizer.tags != tags:
+            raise ValueError(f"{file}: its protocol tags differ from this version's; its ids would mean other tokens")
+        return tokenizer
 
     @property
     def model_name(self) -> str:
@@ -142,7 +156,7 @@ class Worker:
                 f"{folder}: the checkpoint's tokenizer tags differ from the protocol's; "
                 "its ids would mean different tokens"
             )
-        tokenizer = ByteTokenizer(tags)
+        tokenizer = tokenizer_from_json(manifest["tokenizer"])
         model = Transformer(ModelConfig(**manifest["model"]))
         model.load_state_dict(tensors["model"])
         model.to(self.device)

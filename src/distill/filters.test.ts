@@ -104,6 +104,7 @@ describe("format stage", () => {
         return tokenizer.encode(text);
       },
       decode: (ids: readonly number[]) => tokenizer.decode(ids),
+      toJSON: () => tokenizer.toJSON(),
     };
     const r = run(formatStage({ profile: "all", tokenizer: picky }), [
       item(shortTrace({ taskId: "zeta" }, "Who founded Zeta Labs?")),

@@ -87,6 +87,7 @@ describe("runDistill", () => {
         "plots/lengths.svg",
         "plots/tool-calls.svg",
         "report.md",
+        "tokenizer.json",
         "trl.jsonl",
         "verl",
         "verl/train.parquet",

@@ -1,8 +1,10 @@
 import path from "node:path";
-import { ByteTokenizer, type Tokenizer } from "../model/index.js";
-import type { Trajectory } from "../protocol/index.js";
+import { ByteTokenizer, type Tokenizer, type TrainBpeOptions, trainBpe } from "../model/index.js";
+import { type ProfileName, renderPrompt, type Trajectory } from "../protocol/index.js";
 import { writeFileAtomic } from "./atomic.js";
+import { segmentTexts } from "./build.js";
 import type { DistillConfig } from "./config.js";
+import { convertTrace } from "./convert.js";
 import { EXPORTERS, type ExportFormat, type TaskRow } from "./export/index.js";
 import {
   balanceStage,
@@ -24,8 +26,11 @@ export interface DistillOptions {
   out: string;
   formats: readonly ExportFormat[];
   config: DistillConfig;
-  /** The target model's tokenizer (default: the engine's byte tokenizer). */
-  tokenizer?: Tokenizer;
+  /**
+   * The target model's tokenizer (default: the engine's byte tokenizer), or `{ train }` to learn a
+   * BPE from the correct traces' CoA text first. Either way it is written to `tokenizer.json`.
+   */
+  tokenizer?: Tokenizer | { train: TrainBpeOptions };
   /** Split name in RL rows (default "train"). */
   split?: string;
   /** Shown in report.md. */
@@ -37,10 +42,22 @@ export interface DistillOptions {
 export interface DistillResult {
   stages: StageCount[];
   drops: Drop[];
+  /** The tokenizer of every kept trajectory (trained here when asked to). */
+  tokenizer: Tokenizer;
   kept: Trajectory[];
   tasks: number;
   /** Every file written, relative to `out`. */
   files: { path: string; records: number }[];
+}
+
+/** The text a model trained on these traces reads and writes: prompts, turns and observations. */
+function* coaTexts(items: readonly TraceItem[], profile: ProfileName): Generator<string> {
+  for (const { trace } of items) {
+    const converted = convertTrace(trace, profile);
+    if (!converted.ok) continue;
+    yield renderPrompt({ profile, question: trace.question });
+    for (const segment of segmentTexts(converted.pieces)) yield segment.text;
+  }
 }
 
 /** Tasks in first-seen order, one per task id, from every readable trace (RL needs no teacher success). */
@@ -60,7 +77,6 @@ function uniqueTasks(items: readonly TraceItem[]): TaskRow[] {
  * never fatal; every file is written atomically.
  */
 export async function runDistill(opts: DistillOptions): Promise<DistillResult> {
-  const tokenizer = opts.tokenizer ?? new ByteTokenizer();
   const cfg = opts.config;
   const traceFiles = await findTraceFiles(opts.traces);
   const lines: TraceLine[] = [];
@@ -80,6 +96,8 @@ export async function runDistill(opts: DistillOptions): Promise<DistillResult> {
     ),
   );
   const correct = funnel.apply(correctnessStage(cfg.correctness), read);
+  const wanted = opts.tokenizer ?? new ByteTokenizer();
+  const tokenizer = "train" in wanted ? trainBpe(coaTexts(correct, cfg.profile), wanted.train) : wanted;
   let candidates = funnel.apply(formatStage({ profile: cfg.profile, tokenizer }), correct);
   for (const stage of [
     budgetStage(cfg.budget),
@@ -99,6 +117,11 @@ export async function runDistill(opts: DistillOptions): Promise<DistillResult> {
       path: "drops.jsonl",
       content: funnel.drops.map((d) => `${JSON.stringify(d)}\n`).join(""),
       records: funnel.drops.length,
+    },
+    {
+      path: "tokenizer.json",
+      content: `${JSON.stringify(tokenizer)}\n`,
+      records: 1,
     },
     {
       path: "funnel.json",
@@ -126,6 +149,7 @@ export async function runDistill(opts: DistillOptions): Promise<DistillResult> {
   return {
     stages: funnel.stages,
     drops: funnel.drops,
+    tokenizer,
     kept,
     tasks: tasks.length,
     files: files.map(({ path: p, records }) => ({ path: p, records })),

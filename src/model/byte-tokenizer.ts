@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { tagTokens } from "../protocol/index.js";
 
 /**
@@ -10,11 +11,21 @@ export const PAD_ID = 0;
 export const BOS_ID = 1;
 export const EOS_ID = 2;
 
+/** A vocabulary as a file or checkpoint manifest holds it: the byte tokenizer has no merges. */
+export const TokenizerSpec = z.object({
+  name: z.string(),
+  tags: z.array(z.string()),
+  merges: z.array(z.tuple([z.number().int(), z.number().int()])).optional(),
+});
+export type TokenizerSpec = z.infer<typeof TokenizerSpec>;
+
 export interface Tokenizer {
   readonly name: string;
   readonly vocabSize: number;
   encode(text: string): number[];
   decode(ids: readonly number[]): string;
+  /** What `tokenizerFromSpec` rebuilds this tokenizer from. */
+  toJSON(): TokenizerSpec;
 }
 
 export class ByteTokenizer implements Tokenizer {
@@ -34,17 +45,29 @@ export class ByteTokenizer implements Tokenizer {
     this.specialPattern = new RegExp(tags.join("|"), "g");
   }
 
+  toJSON(): TokenizerSpec {
+    return { name: this.name, tags: tagTokens() };
+  }
+
   encode(text: string): number[] {
     const ids: number[] = [];
     const encoder = new TextEncoder();
+    for (const part of this.splitAtTags(text)) {
+      if (typeof part === "number") ids.push(part);
+      else for (const b of encoder.encode(part)) ids.push(this.byteOffset + b);
+    }
+    return ids;
+  }
+
+  /** The text cut at protocol tags: plain runs as strings, each tag as its id. */
+  *splitAtTags(text: string): Generator<string | number> {
     let last = 0;
     for (const m of text.matchAll(this.specialPattern)) {
-      for (const b of encoder.encode(text.slice(last, m.index))) ids.push(this.byteOffset + b);
-      ids.push(this.specialIds.get(m[0])!);
+      if (m.index > last) yield text.slice(last, m.index);
+      yield this.specialIds.get(m[0])!;
       last = m.index + m[0].length;
     }
-    for (const b of encoder.encode(text.slice(last))) ids.push(this.byteOffset + b);
-    return ids;
+    if (last < text.length) yield text.slice(last);
   }
 
   decode(ids: readonly number[]): string {

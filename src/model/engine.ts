@@ -1,7 +1,8 @@
 import path from "node:path";
 import type { z } from "zod";
 import { tagTokens } from "../protocol/index.js";
-import { BYTE_TOKENIZER_NAME, ByteTokenizer } from "./byte-tokenizer.js";
+import { tokenizerFromSpec } from "./bpe-tokenizer.js";
+import { type Tokenizer, TokenizerSpec } from "./byte-tokenizer.js";
 import {
   CheckpointLoaded,
   CheckpointSaved,
@@ -41,6 +42,8 @@ export interface EngineOptions {
   seed?: number;
   /** Overrides a preset's context length. */
   maxSeqLen?: number;
+  /** A fresh preset's vocabulary: a tokenizer file such as the `tokenizer.json` of `coa distill` (default: bytes). */
+  tokenizer?: string;
   /** Rows decoded together at most. */
   maxBatch?: number;
   /** Receives each engine log line; default: written to stderr with an `[engine]` prefix. */
@@ -63,6 +66,8 @@ const defaultLog = (line: string) => process.stderr.write(`[engine] ${line}\n`);
 export class Engine implements ModelClient {
   readonly name: string;
   readonly tokenizer: string;
+  /** The served vocabulary in TypeScript, when it is coa's own (null for a Hugging Face model). */
+  readonly localTokenizer: Tokenizer | null;
   private readonly client: OpenAICompatibleClient;
   private readonly control: JsonHttp;
 
@@ -71,13 +76,14 @@ export class Engine implements ModelClient {
     /** Server root, e.g. http://127.0.0.1:41234. */
     readonly url: string,
     readonly startInfo: EngineInfo,
+    spec: TokenizerSpec | null,
     options: EngineOptions,
   ) {
     this.name = startInfo.model;
     this.tokenizer = startInfo.tokenizer.name;
-    const local = new ByteTokenizer();
-    const byteLevel =
-      this.tokenizer === BYTE_TOKENIZER_NAME && startInfo.tokenizer.vocab_size === local.vocabSize;
+    const local = spec ? tokenizerFromSpec(spec, `${url}/tokenizer`) : null;
+    this.localTokenizer =
+      local?.name === this.tokenizer && local.vocabSize === startInfo.tokenizer.vocab_size ? local : null;
     this.client = new OpenAICompatibleClient({
       baseUrl: url,
       model: this.name,
@@ -86,7 +92,7 @@ export class Engine implements ModelClient {
       maxRetries: 0,
       concurrency: options.concurrency ?? 64,
       // Same ids as the engine's (a test holds the two tokenizers equal), without a round trip.
-      tokenizer: byteLevel ? local : undefined,
+      tokenizer: this.localTokenizer ?? undefined,
       tokenizerName: this.tokenizer,
     });
     // Training steps are not idempotent: never retried.
@@ -105,6 +111,7 @@ export class Engine implements ModelClient {
     if (options.threads) args.push("--threads", String(options.threads));
     if (options.seed !== undefined) args.push("--seed", String(options.seed));
     if (options.maxSeqLen) args.push("--max-seq-len", String(options.maxSeqLen));
+    if (options.tokenizer) args.push("--tokenizer", path.resolve(options.tokenizer));
     if (options.maxBatch) args.push("--max-batch", String(options.maxBatch));
     if (options.logRequests) args.push("--log-requests");
     const { process: proc, url } = await EngineProcess.start({
@@ -115,8 +122,13 @@ export class Engine implements ModelClient {
       startTimeoutMs: options.startTimeoutMs ?? 120_000,
     });
     try {
-      const info = parseWire(EngineInfo, await new JsonHttp(HEALTH).get(`${url}/info`), `${url}/info`);
-      return new Engine(proc, url, info, options);
+      const http = new JsonHttp(HEALTH);
+      const info = parseWire(EngineInfo, await http.get(`${url}/info`), `${url}/info`);
+      const spec =
+        info.backend === "coa"
+          ? parseWire(TokenizerSpec, await http.get(`${url}/tokenizer`), `${url}/tokenizer`)
+          : null;
+      return new Engine(proc, url, info, spec, options);
     } catch (err) {
       await proc.stop();
       throw err;

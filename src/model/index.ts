@@ -1,3 +1,4 @@
+export * from "./bpe-tokenizer.js";
 export * from "./byte-tokenizer.js";
 export * from "./engine.js";
 export * from "./engine-api.js";

@@ -1,41 +1,38 @@
 import { REPLAN_SCORE } from "./rules.js";
 import { PROFILES, type ProfileName, type RoleTag, type ToolTag } from "./tags.js";
 
-// Our own wording, kept short on purpose: the embedded model reads the prompt on every example,
-// so every character costs. Each line shows a tag in use, with its argument syntax.
-const ROLE_LINES: Record<RoleTag, string> = {
-  think: "<think>reasoning</think>",
-  plan: "<plan>next steps</plan>",
-  reflection: "<reflection>what went wrong</reflection>",
-  suggested_answer: "<suggested_answer>candidate answer</suggested_answer>",
-  double_check: "<double_check>verify it; end with Score: 1-5 (5 = surely right)</double_check>",
-  answer: "<answer>final answer only</answer>",
-};
-const TOOL_LINES: Record<ToolTag, string> = {
-  web_search: "<web_search>plain-text query</web_search>",
+// Our own wording, kept terse on purpose: the embedded model reads the prompt on every example
+// and every call, so every token costs. It names each enabled tag once and shows how tools take
+// their arguments.
+const TOOL_SYNTAX: Record<ToolTag, string> = {
+  web_search: "<web_search>query</web_search>",
   crawl_page: "<crawl_page>url1 | url2</crawl_page>",
-  wiki_search: "<wiki_search>plain-text query</wiki_search>",
+  wiki_search: "<wiki_search>query</wiki_search>",
   code: "<code>```python\nprint(2 + 2)\n```</code>",
+};
+const CLOSING_ROLES: Partial<Record<RoleTag, string>> = {
+  suggested_answer: "<suggested_answer>",
+  double_check: "<double_check> ending Score: 1-5",
+  answer: "<answer>",
 };
 
 /**
- * The system prompt that teaches a profile's format: one usage line per enabled tag (roles, then
- * tools, then the closing roles), then the rules. It names no tag the profile disables.
+ * The system prompt that teaches a profile's format: its reasoning tags, its tools with their
+ * argument syntax, its closing tags, then the re-plan rule where double checks exist. It names no
+ * tag the profile disables.
  */
 export function systemPrompt(profile: ProfileName): string {
   const p = PROFILES[profile];
-  const has = (role: RoleTag) => p.roles.includes(role);
-  const opening: RoleTag[] = ["think", "plan", "reflection"];
-  const closing: RoleTag[] = ["suggested_answer", "double_check", "answer"];
+  const opening = (["think", "plan", "reflection"] as const).filter((r) => p.roles.includes(r));
+  const closing = (["suggested_answer", "double_check", "answer"] as const).filter((r) =>
+    p.roles.includes(r),
+  );
   const lines = [
-    "Solve the question step by step, each step inside its tag:",
-    ...opening.filter(has).map((r) => ROLE_LINES[r]),
-    ...p.tools.map((t) => TOOL_LINES[t]),
-    ...closing.filter(has).map((r) => ROLE_LINES[r]),
-    "One tool call per turn. The system puts each result in <observation>; never write that tag yourself.",
+    `Answer in tagged steps: ${opening.map((r) => `<${r}>`).join(", ")}.`,
+    `Tools, one call per turn, each result in <observation>: ${p.tools.map((t) => TOOL_SYNTAX[t]).join(", ")}.`,
+    `Finish with ${closing.map((r) => CLOSING_ROLES[r]).join(", ")}.`,
   ];
-  if (has("suggested_answer") && has("double_check"))
-    lines.push(`Double check every suggested answer; a score of ${REPLAN_SCORE} or less means plan again.`);
+  if (closing.includes("double_check")) lines.push(`A score of ${REPLAN_SCORE} or less means plan again.`);
   return lines.join("\n");
 }
 

@@ -28,6 +28,7 @@ export { epochBatches, packInOrder, splitHoldout } from "./sft/batches.js";
 export { SftConfig, type SftConfigInput } from "./sft/config.js";
 export {
   type BadLine,
+  dataTokenizerFile,
   fitLength,
   loadSftData,
   resolveTrajectoryFile,

@@ -23,7 +23,8 @@ import {
 // "b" three times out of four; RL rewards "a", so a rising reward means RL moved the policy.
 const QUESTION = "Pick a letter.";
 const CORPUS = [{ id: "d1", title: "Letters", text: "The letter a is the first letter." }];
-const quiet = { onLog: () => {}, maxSeqLen: 512, threads: 1 };
+// fp32: runs on separate engines are compared to the last digits, and bf16 is chosen only where fast.
+const quiet = { onLog: () => {}, maxSeqLen: 512, threads: 1, dtype: "fp32" as const };
 
 let dir: string;
 let tools: ReturnType<typeof createToolset>;
@@ -80,6 +81,7 @@ async function preferenceForA(engine: Engine): Promise<number> {
 function recording(engine: Engine): { client: TrainerClient; batches: PolicySequence[][] } {
   const batches: PolicySequence[][] = [];
   const client: TrainerClient = {
+    tokenizer: engine.tokenizer,
     trainSft: (r) => engine.trainSft(r),
     evalSft: (r) => engine.evalSft(r),
     trainPolicy: (r) => {

@@ -6,5 +6,5 @@ import type { Engine } from "../model/index.js";
  */
 export type TrainerClient = Pick<
   Engine,
-  "trainSft" | "evalSft" | "trainPolicy" | "saveCheckpoint" | "loadCheckpoint"
+  "tokenizer" | "trainSft" | "evalSft" | "trainPolicy" | "saveCheckpoint" | "loadCheckpoint"
 >;

@@ -2,12 +2,14 @@ import type { Command } from "commander";
 import pc from "picocolors";
 import {
   DistillConfig,
+  type DistillOptions,
   EXPORT_FORMATS,
   type ExportFormat,
   funnelTable,
   loadDistillConfig,
   runDistill,
 } from "../../distill/index.js";
+import { ByteTokenizer, readTokenizerFile } from "../../model/index.js";
 import { ProfileName } from "../../protocol/index.js";
 
 interface DistillFlags {
@@ -18,6 +20,19 @@ interface DistillFlags {
   config?: string;
   profile?: string;
   split: string;
+  tokenizer?: string;
+}
+
+/** `--tokenizer`: a tokenizer file, or `bpe:<vocab size>` to learn one from these traces. */
+async function tokenizerFrom(flag: string | undefined): Promise<DistillOptions["tokenizer"]> {
+  if (flag === undefined) return undefined;
+  const bpe = /^bpe:(\d+)$/.exec(flag);
+  if (!bpe) return readTokenizerFile(flag);
+  const vocabSize = Number(bpe[1]);
+  const least = new ByteTokenizer().vocabSize + 1;
+  if (vocabSize < least)
+    throw new Error(`--tokenizer ${flag}: the vocabulary needs at least ${least} tokens`);
+  return { train: { vocabSize } };
 }
 
 function parseFormats(list: string): ExportFormat[] {
@@ -71,13 +86,18 @@ export function register(program: Command): void {
       `CoA profile to render for (${ProfileName.options.join("|")}); overrides config`,
     )
     .option("--split <name>", "split name written into verl rows", "train")
+    .option(
+      "--tokenizer <file|bpe:N>",
+      "the target model's vocabulary: a tokenizer file, or bpe:N to learn an N-token BPE from these traces (default: bytes)",
+    )
     .addHelpText(
       "after",
-      "\nExample:\n  coa distill --traces runs/teach --out runs/data --format native,llamafactory,verl --max-tokens 4096",
+      "\nExamples:\n  coa distill --traces runs/teach --out runs/data --format native,llamafactory,verl --max-tokens 4096\n  coa distill --traces runs/teach --out runs/data --tokenizer bpe:2048   # learn a BPE for the embedded model",
     )
     .action(async (flags: DistillFlags) => {
       const formats = parseFormats(flags.format);
       const config = await configFrom(flags);
+      const tokenizer = await tokenizerFrom(flags.tokenizer);
       const tty = process.stderr.isTTY;
       const result = await runDistill({
         traces: flags.traces,
@@ -85,6 +105,7 @@ export function register(program: Command): void {
         formats,
         config,
         split: flags.split,
+        tokenizer,
         command: `coa ${process.argv.slice(2).join(" ")}`,
         onRead: (n) => process.stderr.write(tty ? `\rreading traces: ${n}` : `reading traces: ${n}\n`),
       });
@@ -93,6 +114,7 @@ export function register(program: Command): void {
       console.log(
         `\n${pc.bold(String(result.kept.length))} trajectories kept, ${result.tasks} tasks for RL; wrote ${result.files.length} files to ${flags.out}`,
       );
+      console.log(`  tokenizer ${result.tokenizer.name} (${result.tokenizer.vocabSize} tokens)`);
       for (const f of result.files.filter((f) => !f.path.startsWith("plots/")))
         console.log(`  ${f.path}${f.path.endsWith(".md") ? "" : ` (${f.records})`}`);
     });

@@ -2,7 +2,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
-import { type ModelClient, openModel } from "../../model/index.js";
+import { type ModelClient, openModel, readTokenizerFile } from "../../model/index.js";
 import { loadTasks } from "../../tasks/index.js";
 import {
   type Driver,
@@ -40,11 +40,16 @@ export const TeachFlags = z
     temperature: z.coerce.number().min(0).optional(),
     unsafeNoSandbox: z.boolean().default(false),
     searchTopK: SearchTopK,
+    tokenizer: z.string().optional(),
     cache: z.boolean().default(true),
   })
   .refine((f) => f.driver !== "llm" || f.model, {
     message: "--model is required with --driver llm",
     path: ["model"],
+  })
+  .refine((f) => f.driver !== "llm" || !f.tokenizer, {
+    message: "--tokenizer is for the expert driver; an llm driver counts the server's tokens",
+    path: ["tokenizer"],
   });
 export type TeachFlags = z.infer<typeof TeachFlags>;
 
@@ -76,7 +81,11 @@ export async function teach(flags: TeachFlags, log: (line: string) => void): Pro
       temperature: flags.temperature,
     });
   } else {
-    driver = new ExpertDriver({ seed: flags.seed, searchTool: flags.searchTool });
+    driver = new ExpertDriver({
+      seed: flags.seed,
+      searchTool: flags.searchTool,
+      tokenizer: flags.tokenizer ? await readTokenizerFile(flags.tokenizer) : undefined,
+    });
   }
   try {
     await mkdir(flags.out, { recursive: true });
@@ -132,6 +141,10 @@ export function register(program: Command): void {
     .option("--seed <n>", "expert driver: seed of its slips", "0")
     .option("--search-tool <tag>", "web_search | wiki_search", "web_search")
     .option(...SEARCH_TOP_K_OPTION)
+    .option(
+      "--tokenizer <file>",
+      "expert driver: count tokens with this tokenizer file (e.g. runs/data/tokenizer.json) to compare with a model",
+    )
     .option("--max-tokens <n>", "llm driver: tokens per agent reply")
     .option("--temperature <t>", "llm driver: sampling temperature (default 0)")
     .option(

@@ -2,15 +2,17 @@ import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
-import { Engine, EnginePreset, type EngineSource } from "../../model/index.js";
+import { Engine, EnginePreset } from "../../model/index.js";
 import { scoreTask } from "../../rewards/index.js";
 import { loadTasks } from "../../tasks/index.js";
 import { createToolset } from "../../tools/index.js";
 import {
   agentEpisodes,
   Checkpoints,
+  dataTokenizerFile,
   RlConfig,
   type RlConfigInput,
+  resolveTrajectoryFile,
   runRl,
   runSft,
   SftConfig,
@@ -30,6 +32,7 @@ const SftFlags = z.object({
   preset: EnginePreset,
   from: z.string().optional(),
   context: z.coerce.number().int().min(16).optional(),
+  tokenizer: z.string().optional(),
   config: z.string().optional(),
   steps: Int.optional(),
   epochs: Int.optional(),
@@ -82,18 +85,21 @@ function checkConfig<S extends z.ZodType>(schema: S, input: unknown): void {
   }
 }
 
-/** The engine for a run: its own last checkpoint when resuming, else --from, else a fresh preset. */
-/** `context` sets a fresh preset's context length; a checkpoint keeps the one it was trained with. */
+/**
+ * The engine for a run: its own last checkpoint when resuming, else --from, else a fresh preset.
+ * `context` and `tokenizer` shape a fresh preset; a checkpoint keeps what it was trained with.
+ */
 async function engineFor(
   out: string,
   from: string | undefined,
   preset: EnginePreset,
-  opts: { threads?: number; context?: number } = {},
+  opts: { threads?: number; context?: number; tokenizer?: () => Promise<string | null> } = {},
 ) {
   const latest = await new Checkpoints(path.resolve(out), 1).latest();
-  const source: EngineSource = latest ? { checkpoint: latest } : from ? { checkpoint: from } : { preset };
   if (latest) process.stderr.write(`resuming from ${latest}\n`);
-  return Engine.start(source, { threads: opts.threads, maxSeqLen: opts.context });
+  if (latest || from) return Engine.start({ checkpoint: latest ?? from! }, { threads: opts.threads });
+  const tokenizer = (await opts.tokenizer?.()) ?? undefined;
+  return Engine.start({ preset }, { threads: opts.threads, maxSeqLen: opts.context, tokenizer });
 }
 
 /** A world folder's rl split, or the file itself; the corpus next to a world when not given. */
@@ -118,6 +124,10 @@ export function register(program: Command): void {
     .option("--preset <name>", `fresh model size (${EnginePreset.options.join("|")})`, "tiny")
     .option("--from <checkpoint>", "start from this checkpoint instead of a fresh preset")
     .option("--context <n>", "context length of a fresh --preset model (default: the preset's)")
+    .option(
+      "--tokenizer <file>",
+      "vocabulary of a fresh --preset model (default: the data's tokenizer.json, else bytes)",
+    )
     .option("--config <json>", "a JSON file of SftConfig fields; flags override it")
     .option("--steps <n>", "total optimizer steps (default: --epochs over the data)")
     .option("--epochs <n>", "passes over the data")
@@ -130,10 +140,14 @@ export function register(program: Command): void {
     .option("--threads <n>", "engine threads")
     .action(async (raw: Record<string, unknown>) => {
       const f = parseFlags(SftFlags, raw);
-      const { preset, from, context, config: file, threads, ...rest } = f;
+      const { preset, from, context, tokenizer, config: file, threads, ...rest } = f;
       const input: SftConfigInput = { ...(await configFile(file)), ...defined(rest) } as SftConfigInput;
       checkConfig(SftConfig, input);
-      const engine = await engineFor(f.out, from, preset, { threads, context });
+      const engine = await engineFor(f.out, from, preset, {
+        threads,
+        context,
+        tokenizer: async () => tokenizer ?? dataTokenizerFile(await resolveTrajectoryFile(f.data)),
+      });
       const bar = itemProgress("sft", { every: { items: 10 } });
       try {
         const summary = await runSft(input, engine, {

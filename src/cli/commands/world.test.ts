@@ -11,7 +11,7 @@ it("coa world stats prints kinds, hops and difficulty per split", async () => {
   await writeWorld(dir, world);
   const report = (await worldStats(dir)).split("\n");
   expect(report[0]).toBe(
-    `world seed 3, size tiny, version 1; held-out groups ${world.manifest.heldOutGroups.join(", ")}`,
+    `world seed 3, size tiny, max hops 4, version 2; held-out groups ${world.manifest.heldOutGroups.join(", ")}`,
   );
   expect(report[1]).toBe("kinds:");
   expect(report[2].split(/\s+/).filter(Boolean)).toEqual([
@@ -30,4 +30,13 @@ it("coa world stats prints kinds, hops and difficulty per split", async () => {
   const hops = report.indexOf("hops:");
   expect(report[hops + 1].split(/\s+/).filter(Boolean)).toEqual(["split", "0", "2", "3", "4", "total"]);
   expect(report).toContain("difficulty:");
+});
+
+it("coa world stats shows only 0 and 2 hops in a --max-hops 2 world", async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), "coa-world-stats-"));
+  await writeWorld(dir, generateWorld(3, "tiny", { maxHops: 2 }));
+  const report = (await worldStats(dir)).split("\n");
+  expect(report[0]).toContain("max hops 2");
+  const hops = report.indexOf("hops:");
+  expect(report[hops + 1].split(/\s+/).filter(Boolean)).toEqual(["split", "0", "2", "total"]);
 });

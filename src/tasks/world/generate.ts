@@ -6,19 +6,22 @@ import { buildWorld, SIZES, type World, WorldSize } from "./build.js";
 import { Rng } from "./prng.js";
 import { makeProgramQuestion, PROGRAM_NAMES } from "./programs.js";
 import { renderArticle, renderMinorSource, renderNews } from "./prose.js";
-import { type DraftQuestion, groupQuestions } from "./questions.js";
+import { type DraftQuestion, groupQuestions, MAX_HOPS } from "./questions.js";
 import type { WorldDoc } from "./schema.js";
 
-export const WORLD_VERSION = 1;
+/** 2: each split's tasks in a seeded random order (1 listed them group by group, kind by kind). */
+export const WORLD_VERSION = 2;
 export const SPLITS = ["train", "rl", "dev", "test"] as const;
 export const Split = z.enum(SPLITS);
 export type Split = z.infer<typeof Split>;
 
 export const WorldManifest = z.object({
   generator: z.literal("coa-world"),
-  version: z.literal(WORLD_VERSION),
+  version: z.number().int().min(1).max(WORLD_VERSION),
   seed: z.number().int(),
   size: WorldSize,
+  /** The most lookups a question needs (`coa world generate --max-hops`). */
+  maxHops: z.number().int().min(2).max(MAX_HOPS).default(MAX_HOPS),
   heldOutGroups: z.array(z.number().int()),
   counts: z.object({
     entities: z.record(z.string(), z.number().int()),
@@ -86,15 +89,26 @@ function toTask(world: World, q: DraftQuestion, id: string): Task {
   };
 }
 
-/** Builds the world for `seed` and `size`; the same arguments always give the same result. */
-export function generateWorld(seed: number, size: WorldSize): GeneratedWorld {
+/**
+ * Builds the world for `seed` and `size`; the same arguments always give the same result.
+ * `maxHops` (2 to 4, default 4) caps the lookups of every question: the same entities and corpus,
+ * easier questions.
+ */
+export function generateWorld(
+  seed: number,
+  size: WorldSize,
+  opts: { maxHops?: number } = {},
+): GeneratedWorld {
+  const maxHops = opts.maxHops ?? MAX_HOPS;
+  if (!Number.isInteger(maxHops) || maxHops < 2 || maxHops > MAX_HOPS)
+    throw new Error(`maxHops must be a whole number from 2 to ${MAX_HOPS}, got ${maxHops}`);
   const cfg = SIZES[size];
   const world = buildWorld(seed, size);
   const root = new Rng(seed);
 
   const drafts: DraftQuestion[] = [];
   for (let g = 0; g < cfg.groups; g++)
-    drafts.push(...groupQuestions(world, g, cfg.quotas, root.fork(`questions:${g}`)));
+    drafts.push(...groupQuestions(world, g, cfg.quotas, root.fork(`questions:${g}`), maxHops));
   const programs = root.fork("programs");
   for (let i = 0; i < cfg.computation; i++) {
     const p = makeProgramQuestion(programs, PROGRAM_NAMES[i % PROGRAM_NAMES.length]);
@@ -132,6 +146,9 @@ export function generateWorld(seed: number, size: WorldSize): GeneratedWorld {
           : draw(splitRng, SHARES);
     splits[split].push(toTask(world, q, id));
   }
+  // Shuffled, so that the first N tasks of a split (`--limit N`) are a fair sample of it.
+  const order = root.fork("order");
+  for (const split of SPLITS) splits[split] = order.shuffle(splits[split]);
 
   const corpus = renderCorpus(world);
   const entities: Record<string, number> = {};
@@ -141,6 +158,7 @@ export function generateWorld(seed: number, size: WorldSize): GeneratedWorld {
     version: WORLD_VERSION,
     seed,
     size,
+    maxHops,
     heldOutGroups: world.heldOutGroups,
     counts: {
       entities,

@@ -313,16 +313,29 @@ export interface Quotas {
   comparison: number;
 }
 
-/** Draws one group's questions: multihop evenly over 2, 3 and 4 hops, then arithmetic and comparisons. */
-export function groupQuestions(world: World, group: number, quotas: Quotas, rng: Rng): DraftQuestion[] {
+/** The most lookups a question may need, and the default. */
+export const MAX_HOPS = 4;
+
+/**
+ * Draws one group's questions: multihop evenly over 2 to `maxHops` hops, then arithmetic and
+ * comparisons needing at most `maxHops` lookups in all.
+ */
+export function groupQuestions(
+  world: World,
+  group: number,
+  quotas: Quotas,
+  rng: Rng,
+  maxHops = MAX_HOPS,
+): DraftQuestion[] {
   const members = world.entities.filter((e) => e.group === group);
   const chains = (length: number) => members.flatMap((e) => chainsFrom(world, e, length));
-  const short = [...chains(1), ...chains(2)];
+  const short = [...chains(1), ...(maxHops > 2 ? chains(2) : [])];
   const out: DraftQuestion[] = [];
 
-  for (const hops of [2, 3, 4]) {
+  const hopCounts = Array.from({ length: maxHops - 1 }, (_, i) => i + 2);
+  for (const hops of hopCounts) {
     const pool = rng.shuffle(chains(hops));
-    out.push(...pool.slice(0, Math.ceil(quotas.multihop / 3)).map((c) => multihop(world, c)));
+    out.push(...pool.slice(0, Math.ceil(quotas.multihop / hopCounts.length)).map((c) => multihop(world, c)));
   }
 
   const sameFact = (a: Chain, b: Chain) => finalAttr(a) === finalAttr(b) && end(a).type === end(b).type;
@@ -332,7 +345,7 @@ export function groupQuestions(world: World, group: number, quotas: Quotas, rng:
   const pairs = (pool: Chain[], same: boolean): [Chain, Chain] | null => {
     const a = rng.pick(pool);
     const options = pool.filter(
-      (b) => b !== a && (!same || sameFact(a, b)) && a.attrs.length + b.attrs.length <= 4,
+      (b) => b !== a && (!same || sameFact(a, b)) && a.attrs.length + b.attrs.length <= maxHops,
     );
     return options.length ? [a, rng.pick(options)] : null;
   };
@@ -362,7 +375,7 @@ export function groupQuestions(world: World, group: number, quotas: Quotas, rng:
     const p = pairs(counts, true);
     if (!p) return null;
     const thirds = counts.filter((c) => c.attrs.length === 1 && sameFact(c, p[0]) && !p.includes(c));
-    const roomy = p[0].attrs.length + p[1].attrs.length < 4;
+    const roomy = p[0].attrs.length + p[1].attrs.length + 1 <= maxHops;
     return countSum(world, roomy && thirds.length && rng.chance(0.3) ? [...p, rng.pick(thirds)] : p);
   });
 

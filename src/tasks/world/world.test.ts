@@ -38,6 +38,26 @@ describe("world generator", () => {
     expect(c["tasks/train.jsonl"]).not.toEqual(a["tasks/train.jsonl"]);
   });
 
+  it("caps lookups with maxHops: same corpus, every kind still asked, held-out groups still in test", () => {
+    const full = generateWorld(5, "tiny");
+    const easy = generateWorld(5, "tiny", { maxHops: 2 });
+    expect(easy.corpus).toEqual(full.corpus);
+    expect(easy.manifest.maxHops).toBe(2);
+    const tasks = SPLITS.flatMap((s) => easy.splits[s]);
+    expect(Math.max(...tasks.map((t) => Number(t.meta.hops)))).toBe(2);
+    expect(new Set(tasks.map((t) => t.kind))).toEqual(
+      new Set(["multihop", "arithmetic", "comparison", "computation"]),
+    );
+    const heldOut = new Set(easy.manifest.heldOutGroups);
+    for (const t of easy.splits.train) expect(heldOut.has(t.meta.group as number)).toBe(false);
+    expect(() => generateWorld(5, "tiny", { maxHops: 5 })).toThrow(/maxHops/);
+  });
+
+  it("lists each split in a shuffled order, so the first tasks are a fair sample", () => {
+    const first = small.splits.train.slice(0, 200);
+    expect(new Set(first.map((t) => t.kind)).size).toBe(4);
+  });
+
   const small = generateWorld(1, "small");
   const all = SPLITS.flatMap((s) => small.splits[s].map((t) => ({ split: s, task: t })));
 

@@ -1,4 +1,4 @@
-import { BYTE_TOKENIZER_NAME, ByteTokenizer } from "../../model/index.js";
+import { ByteTokenizer, type Tokenizer } from "../../model/index.js";
 import { renderCodeArgs } from "../../protocol/index.js";
 import {
   type Attr,
@@ -41,6 +41,8 @@ export interface ExpertOptions {
   /** False: a careful expert that never slips (used to check that questions are answerable). */
   lapses?: boolean;
   searchTool?: "web_search" | "wiki_search";
+  /** Counts each agent call's tokens (default: bytes); give the student's to compare costs with it. */
+  tokenizer?: Tokenizer;
 }
 
 /**
@@ -51,10 +53,13 @@ export interface ExpertOptions {
 export class ExpertDriver implements Driver {
   readonly name = "expert" as const;
   readonly model = "expert-v1";
-  readonly tokenizer = BYTE_TOKENIZER_NAME;
-  private readonly tok = new ByteTokenizer();
+  readonly tokenizer: string;
+  private readonly tok: Tokenizer;
 
-  constructor(private readonly options: ExpertOptions = {}) {}
+  constructor(private readonly options: ExpertOptions = {}) {
+    this.tok = options.tokenizer ?? new ByteTokenizer();
+    this.tokenizer = this.tok.name;
+  }
 
   episode(task: Task): DriverEpisode {
     return new ExpertEpisode(task, this.tok, this.options);
@@ -136,7 +141,7 @@ class ExpertEpisode implements DriverEpisode {
 
   constructor(
     private readonly task: Task,
-    private readonly tok: ByteTokenizer,
+    private readonly tok: Tokenizer,
     options: ExpertOptions,
   ) {
     const parsed = Plan.safeParse(task.meta.plan);
@@ -417,7 +422,9 @@ class ExpertEpisode implements DriverEpisode {
         this.known.set(`${job.type}|${job.subject}|${job.attrs[k]}`, found);
     });
     const clauses = job.attrs.map((a) => factClause(job.type, a, job.subject, job.facts[a]!));
-    return `REPORT: ${capitalize(clauses.join("; "))}. Source: ${job.chosen.title} (${job.chosen.url})`;
+    // Cite the search result by rank (a crawled page by its URL): short, and enough to check it.
+    const source = job.chosen.rank > 0 ? `result ${job.chosen.rank}` : job.chosen.url;
+    return `REPORT: ${capitalize(clauses.join("; "))}. Source: ${source}.`;
   }
 
   // ---- coder ---------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 import { stat } from "node:fs/promises";
 import path from "node:path";
+import { BYTE_TOKENIZER_NAME } from "../../model/index.js";
 import { completionIds, lossMask, Trajectory } from "../../protocol/index.js";
 import { jsonlLines } from "../../util/index.js";
 
@@ -24,6 +25,8 @@ export interface LoadedSftData {
   /** Examples dropped for length (policy "drop") or left with no trainable token after truncation. */
   dropped: number;
   truncated: number;
+  /** The tokenizers the usable trajectories name (one, in any sound data set). */
+  tokenizers: string[];
 }
 
 /** The native trajectory file inside a data folder, or the file itself. */
@@ -36,6 +39,25 @@ export async function resolveTrajectoryFile(dataPath: string): Promise<string> {
   throw new Error(
     `${dataPath}: no native.jsonl (the trajectories written by \`coa distill\`) in this folder`,
   );
+}
+
+/**
+ * The tokenizer file a fresh model needs for this data: `tokenizer.json` beside the trajectory file
+ * (where `coa distill --tokenizer` puts it), or null when the first trajectory uses bytes.
+ */
+export async function dataTokenizerFile(file: string): Promise<string | null> {
+  for await (const { text } of jsonlLines(file)) {
+    const name = Trajectory.safeParse(JSON.parse(text.trim() || "null")).data?.tokenizer;
+    if (name === undefined) continue;
+    if (name === BYTE_TOKENIZER_NAME) return null;
+    const candidate = path.join(path.dirname(file), "tokenizer.json");
+    if (!(await stat(candidate).catch(() => null))?.isFile())
+      throw new Error(
+        `${file}: the trajectories use tokenizer "${String(name)}" but ${candidate} does not exist; give the tokenizer file with --tokenizer`,
+      );
+    return candidate;
+  }
+  return null;
 }
 
 /** prompt ++ completion with loss 0 on prompt and tool tokens, 1 on model tokens. */
@@ -67,7 +89,7 @@ export async function loadSftData(
   file: string,
   opts: { maxLength: number; overlong: OverlongPolicy },
 ): Promise<LoadedSftData> {
-  const out: LoadedSftData = { examples: [], bad: [], dropped: 0, truncated: 0 };
+  const out: LoadedSftData = { examples: [], bad: [], dropped: 0, truncated: 0, tokenizers: [] };
   for await (const { line: n, text } of jsonlLines(file)) {
     let json: unknown;
     try {
@@ -82,6 +104,7 @@ export async function loadSftData(
       out.bad.push({ file, line: n, message: `field ${issue.path.join(".") || "(root)"}: ${issue.message}` });
       continue;
     }
+    if (!out.tokenizers.includes(parsed.data.tokenizer)) out.tokenizers.push(parsed.data.tokenizer);
     const ex = toSftExample(parsed.data);
     if (!ex.lossMask.includes(1)) {
       out.dropped++;

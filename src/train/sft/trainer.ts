@@ -68,6 +68,12 @@ export async function runSft(
   const data = await loadSftData(file, { maxLength: config.maxLength, overlong: config.overlong });
   for (const bad of data.bad) opts.onBadLine?.(bad);
   if (data.examples.length === 0) throw new Error(`${file}: no usable trajectories`);
+  const foreign = data.tokenizers.filter((t) => t !== client.tokenizer);
+  if (foreign.length)
+    throw new Error(
+      `${file}: trajectories tokenized with ${foreign.join(", ")}, but the model uses ${client.tokenizer}; ` +
+        "distill again with the model's tokenizer, or train a fresh preset on this data",
+    );
   const lengths = data.examples.map((e) => e.inputIds.length);
   const split = splitHoldout(data.examples.length, config.evalFraction, config.seed, config.maxEvalExamples);
   const batchesOf = memoEpochs((epoch) =>
