@@ -7,6 +7,7 @@ import {
   renderSteps,
   type Segment,
   type Step,
+  segmentCosts,
   type Trajectory,
 } from "../protocol/index.js";
 import type { MasTrace } from "../teacher/index.js";
@@ -99,30 +100,19 @@ function stats(
     if (seen.has(key)) duplicateCalls++;
     seen.add(key);
   }
-  let modelTokens = 0;
-  let toolTokens = 0;
-  let contextTokens = 0;
-  let modelCalls = 0;
-  for (const seg of segments) {
-    if (seg.source === "model") {
-      // Each model call reads the prompt and everything before its own turn.
-      contextTokens += promptTokens + modelTokens + toolTokens;
-      modelCalls++;
-      modelTokens += seg.ids.length;
-    } else toolTokens += seg.ids.length;
-  }
+  const costs = segmentCosts(
+    promptTokens,
+    segments.map((s) => ({ source: s.source, tokens: s.ids.length })),
+  );
   const ms = (tool: boolean) =>
     trace.messages.filter((m) => (m.from === "tool") === tool).reduce((sum, m) => sum + m.ms, 0);
   return {
-    turns: modelCalls,
+    turns: costs.modelCalls,
     toolCalls,
     duplicateCalls,
     formatErrors: 0,
     promptTokens,
-    modelTokens,
-    toolTokens,
-    contextTokens,
-    modelCalls,
+    ...costs,
     wallMs: trace.stats.wallMs,
     modelMs: ms(false),
     toolMs: ms(true),

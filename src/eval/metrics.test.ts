@@ -46,6 +46,7 @@ describe("costSummary", () => {
   it("divides tokens by all tasks and by solved tasks", () => {
     const e = (billedTokens: number, solved: boolean) => ({
       billedTokens,
+      processedTokens: billedTokens / 2,
       generatedTokens: 10,
       observationTokens: 5,
       modelCalls: 2,
@@ -56,6 +57,8 @@ describe("costSummary", () => {
     const c = costSummary([e(100, true), e(300, false)]);
     expect(c.billedTokensPerTask).toBe(200);
     expect(c.billedTokensPerSolvedTask).toBe(400);
+    expect(c.processedTokensPerTask).toBe(100);
+    expect(c.processedTokensPerSolvedTask).toBe(200);
     expect(costSummary([e(1, false)]).billedTokensPerSolvedTask).toBeNull();
     expect(reduction(20, 100)).toBeCloseTo(0.8);
   });

@@ -4,15 +4,10 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { tagTokens } from "../protocol/index.js";
-import {
-  BpeTokenizer,
-  readTokenizerFile,
-  splitPieces,
-  tokenizerFromSpec,
-  trainBpe,
-} from "./bpe-tokenizer.js";
+import { BpeTokenizer, splitPieces, tokenizerFromSpec, trainBpe } from "./bpe-tokenizer.js";
 import { BYTE_TOKENIZER_NAME, ByteTokenizer } from "./byte-tokenizer.js";
 import { engineRoot } from "./engine-python.js";
+import { findTokenizers, readTokenizerFile } from "./tokenizer-files.js";
 
 const CORPUS = [
   "<think>Find the founder of the Mavar Botanical Foundation.</think>",
@@ -86,9 +81,9 @@ describe("BpeTokenizer", () => {
       const good = path.join(dir, "tokenizer.json");
       await writeFile(good, JSON.stringify(tok.toJSON()));
       expect((await readTokenizerFile(good)).name).toBe(tok.name);
-      const bad = path.join(dir, "bad.json");
+      const bad = path.join(dir, "bad-tokenizer.json");
       await writeFile(bad, JSON.stringify({ name: "x", tags: "no" }));
-      await expect(readTokenizerFile(bad)).rejects.toThrow(/bad\.json: field tags/);
+      await expect(readTokenizerFile(bad)).rejects.toThrow(/bad-tokenizer\.json: field tags/);
       await expect(readTokenizerFile(path.join(dir, "missing.json"))).rejects.toThrow(
         /missing\.json: cannot read/,
       );

@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
-import { readFile } from "node:fs/promises";
 import { tagTokens } from "../protocol/index.js";
-import { BYTE_TOKENIZER_NAME, ByteTokenizer, type Tokenizer, TokenizerSpec } from "./byte-tokenizer.js";
+import { BYTE_TOKENIZER_NAME, ByteTokenizer, type Tokenizer, type TokenizerSpec } from "./byte-tokenizer.js";
 
 /**
  * Byte-level BPE for the embedded engine: the byte tokenizer's ids (pad, bos, eos, one per protocol
@@ -210,20 +209,4 @@ export function tokenizerFromSpec(spec: TokenizerSpec, where = "tokenizer"): Tok
   if (tok.name !== spec.name)
     throw new Error(`${where}: named "${spec.name}", but its merges make "${tok.name}" (edited by hand?)`);
   return tok;
-}
-
-/** Reads a tokenizer file: the `tokenizer.json` that `coa distill` writes next to its data. */
-export async function readTokenizerFile(file: string): Promise<Tokenizer> {
-  let json: unknown;
-  try {
-    json = JSON.parse(await readFile(file, "utf8"));
-  } catch (err) {
-    throw new Error(`${file}: cannot read a tokenizer (${(err as Error).message})`);
-  }
-  const parsed = TokenizerSpec.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new Error(`${file}: field ${issue.path.join(".") || "(root)"}: ${issue.message}`);
-  }
-  return tokenizerFromSpec(parsed.data, file);
 }

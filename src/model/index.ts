@@ -10,4 +10,5 @@ export * from "./json-http.js";
 export * from "./open.js";
 export * from "./openai-client.js";
 export * from "./scripted.js";
+export * from "./tokenizer-files.js";
 export * from "./types.js";

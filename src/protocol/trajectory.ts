@@ -95,3 +95,22 @@ export function completionIds(t: Pick<Trajectory, "segments">): number[] {
 export function lossMask(t: Pick<Trajectory, "segments">): number[] {
   return t.segments.flatMap((s) => s.ids.map(() => (s.source === "model" ? 1 : 0)));
 }
+
+/**
+ * What the model calls of a trajectory read and wrote, from the prompt length and each segment's
+ * length (in any tokenizer): each call reads the prompt and everything before its own turn.
+ */
+export function segmentCosts(
+  promptTokens: number,
+  segments: readonly { source: Segment["source"]; tokens: number }[],
+): Pick<TrajectoryStats, "modelTokens" | "toolTokens" | "contextTokens" | "modelCalls"> {
+  const out = { modelTokens: 0, toolTokens: 0, contextTokens: 0, modelCalls: 0 };
+  for (const seg of segments) {
+    if (seg.source === "model") {
+      out.contextTokens += promptTokens + out.modelTokens + out.toolTokens;
+      out.modelCalls++;
+      out.modelTokens += seg.tokens;
+    } else out.toolTokens += seg.tokens;
+  }
+  return out;
+}

@@ -1,5 +1,5 @@
 import path from "node:path";
-import { ByteTokenizer } from "../model/index.js";
+import type { Tokenizer } from "../model/index.js";
 import { completionIds, parseCoa, type Step, type Trajectory } from "../protocol/index.js";
 import type { MasTrace } from "../teacher/index.js";
 import { escapeHtml } from "../util/index.js";
@@ -92,14 +92,12 @@ function stepBody(step: Step): { label: string; text: string } {
   }
 }
 
-const tokenizers = new Map([[new ByteTokenizer().name, new ByteTokenizer()]]);
-
-function renderTrajectory(t: Trajectory): string {
+function renderTrajectory(t: Trajectory, tokenizers: ReadonlyMap<string, Tokenizer>): string {
   const tokenizer = tokenizers.get(t.tokenizer);
   const parts: string[] = [];
   if (!tokenizer) {
     parts.push(
-      `<div class="step error">Token ids use the tokenizer "${escapeHtml(t.tokenizer)}", which this viewer cannot decode offline; ${completionIds(t).length} completion tokens.</div>`,
+      `<div class="step error">Token ids use the tokenizer "${escapeHtml(t.tokenizer)}", which this viewer cannot decode offline (no tokenizer file of that name beside the records); ${completionIds(t).length} completion tokens.</div>`,
     );
     return parts.join("");
   }
@@ -143,11 +141,17 @@ function renderMas(m: MasTrace): string {
     .join("");
 }
 
-export function renderRecordPage(rec: ViewRecord, index: number, root: string): string {
+export function renderRecordPage(
+  rec: ViewRecord,
+  index: number,
+  opts: { root: string; tokenizers: ReadonlyMap<string, Tokenizer> },
+): string {
+  const { root } = opts;
   const s = summarize(rec);
   const gold =
     rec.kind === "mas" ? rec.value.answers : ((rec.value.meta.answers as string[] | undefined) ?? []);
   const header = `<h2>${escapeHtml(s.question)}</h2><p class="meta"><b>answer</b> ${escapeHtml(s.answer ?? "–")}${gold.length ? ` · <b>gold</b> ${escapeHtml(gold.join(" | "))}` : ""} · <b>reward</b> ${rewardCell(s.reward)} · <b>tokens</b> ${s.tokens} · <b>tool calls</b> ${s.toolCalls} · <b>finish</b> ${escapeHtml(s.status)} · ${escapeHtml(path.relative(root, rec.file))}:${rec.line}</p>`;
-  const body = rec.kind === "trajectory" ? renderTrajectory(rec.value) : renderMas(rec.value);
+  const body =
+    rec.kind === "trajectory" ? renderTrajectory(rec.value, opts.tokenizers) : renderMas(rec.value);
   return page(`record ${index}`, header + body);
 }

@@ -1,5 +1,6 @@
 import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
+import { findTokenizers, type Tokenizer } from "../model/index.js";
 import { Trajectory } from "../protocol/index.js";
 import { MasTrace } from "../teacher/index.js";
 import { jsonlLines } from "../util/index.js";
@@ -14,6 +15,8 @@ export interface LoadedRecords {
   files: string[];
   /** Lines that were neither kind, by file, with the first reason seen. */
   skipped: { file: string; count: number; firstReason: string }[];
+  /** What the trajectories' ids can be decoded with: bytes, and tokenizer files beside the records. */
+  tokenizers: Map<string, Tokenizer>;
 }
 
 /** Every .jsonl file under the given paths (files are taken as given), sorted for a stable listing. */
@@ -73,5 +76,5 @@ export async function loadRecords(paths: readonly string[]): Promise<LoadedRecor
     }
     if (count) skipped.push({ file, count, firstReason });
   }
-  return { records, files, skipped };
+  return { records, files, skipped, tokenizers: await findTokenizers(files) };
 }

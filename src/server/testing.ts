@@ -74,6 +74,7 @@ export const sampleMasTrace: MasTrace = {
     reflections: 0,
     tokensIn: 300,
     tokensOut: 60,
+    tokensCached: 0,
     wallMs: 12,
   },
   messages: [
@@ -85,6 +86,7 @@ export const sampleMasTrace: MasTrace = {
       content: "Who founded…",
       tokensIn: 0,
       tokensOut: 0,
+      tokensCached: 0,
       ms: 0,
     },
     {
@@ -95,6 +97,7 @@ export const sampleMasTrace: MasTrace = {
       content: "Find Ada Brand's employer.",
       tokensIn: 120,
       tokensOut: 20,
+      tokensCached: 0,
       ms: 1,
     },
     {
@@ -106,6 +109,7 @@ export const sampleMasTrace: MasTrace = {
       tool: { name: "wiki_search", args: "Ada Brand employer" },
       tokensIn: 80,
       tokensOut: 10,
+      tokensCached: 0,
       ms: 1,
     },
     {
@@ -117,6 +121,7 @@ export const sampleMasTrace: MasTrace = {
       ok: true,
       tokensIn: 0,
       tokensOut: 0,
+      tokensCached: 0,
       ms: 2,
     },
     {
@@ -127,6 +132,7 @@ export const sampleMasTrace: MasTrace = {
       content: "Lio Tamsin",
       tokensIn: 100,
       tokensOut: 30,
+      tokensCached: 0,
       ms: 1,
     },
   ],

@@ -32,9 +32,10 @@ export function viewerApp(opts: { paths: string[]; root: string }): Hono {
     )
     .get("/r/:index", async (c) => {
       const index = Number(c.req.param("index"));
-      const rec = (await load(false)).records[index];
+      const loaded = await load(false);
+      const rec = loaded.records[index];
       if (!rec) return c.html(`<p>No record ${index}. <a href="/">Back to the list</a></p>`, 404);
-      return c.html(renderRecordPage(rec, index, opts.root));
+      return c.html(renderRecordPage(rec, index, { root: opts.root, tokenizers: loaded.tokenizers }));
     });
 }
 

@@ -36,12 +36,22 @@ export const DEFAULT_EPISODE: EpisodeOptions = {
 
 type Extra = Pick<MasMessage, "tool" | "score" | "ok">;
 
+type Charge = AgentReply & { tokensCached: number };
+
+/** Characters at the start of `a` and `b` that are the same. */
+function sharedPrefix(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  return i;
+}
+
 /** The growing trace of one episode; each agent reply's cost goes on the first message it produced. */
 class TraceLog {
   readonly messages: MasMessage[] = [];
-  private cost: AgentReply | null = null;
+  private cost: Charge | null = null;
 
-  charge(reply: AgentReply): void {
+  charge(reply: Charge): void {
     this.cost = reply;
   }
 
@@ -57,6 +67,7 @@ class TraceLog {
       ...extra,
       tokensIn: c?.tokensIn ?? 0,
       tokensOut: c?.tokensOut ?? 0,
+      tokensCached: c?.tokensCached ?? 0,
       ms: c?.ms ?? 0,
     };
     this.messages.push(m);
@@ -100,20 +111,20 @@ export async function runEpisode(
   let proposal: string | null = null;
   let error: string | null = null;
 
+  // Every earlier call's context and reply: what a prefix cache would hold.
+  const served: string[] = [];
   const ask = async (
     role: Role,
     purpose: Purpose,
     given: readonly MasMessage[],
   ): Promise<AgentReply | null> => {
-    const reply = await agents.call({
-      role,
-      purpose,
-      messages: given,
-      context: renderContext(role, purpose, given),
-    });
+    const context = renderContext(role, purpose, given);
+    const reply = await agents.call({ role, purpose, messages: given, context });
     if (reply) {
       agentCalls++;
-      log.charge(reply);
+      const shared = Math.max(0, ...served.map((s) => sharedPrefix(s, context)));
+      log.charge({ ...reply, tokensCached: Math.round((reply.tokensIn * shared) / (context.length || 1)) });
+      served.push(context + reply.text);
     }
     return reply;
   };
@@ -236,7 +247,8 @@ export async function runEpisode(
   if (final !== null && error === null) log.add("manager", "user", "final", final);
   const scored = error ? null : await scoreTask(task, final);
   const reward = scored && scored.error === null ? scored.score : null;
-  const sum = (key: "tokensIn" | "tokensOut") => log.messages.reduce((n, m) => n + m[key], 0);
+  const sum = (key: "tokensIn" | "tokensOut" | "tokensCached") =>
+    log.messages.reduce((n, m) => n + m[key], 0);
   return {
     version: 1,
     taskId: task.id,
@@ -258,6 +270,7 @@ export async function runEpisode(
       reflections: log.count((m) => m.kind === "reflection"),
       tokensIn: sum("tokensIn"),
       tokensOut: sum("tokensOut"),
+      tokensCached: sum("tokensCached"),
       wallMs: Math.round(performance.now() - started),
     },
   };

@@ -36,6 +36,11 @@ export const MasMessage = z.object({
   /** Tokens the producing agent call read and wrote (0 for tool messages), counted with `MasTrace.tokenizer`. */
   tokensIn: z.number().int().nonnegative().default(0),
   tokensOut: z.number().int().nonnegative().default(0),
+  /**
+   * Of `tokensIn`, those a server's prefix cache would not recompute: the longest start the call's
+   * context shares with an earlier call's context and reply in this episode (in proportion to text).
+   */
+  tokensCached: z.number().int().nonnegative().default(0),
   ms: z.number().nonnegative().default(0),
 });
 export type MasMessage = z.infer<typeof MasMessage>;
@@ -63,6 +68,7 @@ export const MasTrace = z.object({
     reflections: z.number().int().nonnegative(),
     tokensIn: z.number().int().nonnegative(),
     tokensOut: z.number().int().nonnegative(),
+    tokensCached: z.number().int().nonnegative().default(0),
     wallMs: z.number().nonnegative(),
   }),
 });

@@ -3,7 +3,7 @@ import path from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
 import { type EvalSummary, evaluate } from "../../eval/index.js";
-import { openModel } from "../../model/index.js";
+import { openModel, saveTokenizerOf, TOKENIZER_FILE } from "../../model/index.js";
 import { ProfileName } from "../../protocol/index.js";
 import { DEFAULT_SAMPLING } from "../../runtime/index.js";
 import { loadTasks } from "../../tasks/index.js";
@@ -70,6 +70,7 @@ export async function runEval(flags: EvalFlags, log: (line: string) => void): Pr
   const progress = itemProgress(`eval ${path.basename(flags.out)}`);
   try {
     await mkdir(flags.out, { recursive: true });
+    await saveTokenizerOf(model, path.join(flags.out, TOKENIZER_FILE));
     const summary = await evaluate({
       model,
       tools,

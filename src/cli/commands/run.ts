@@ -1,9 +1,9 @@
 import { appendFile, mkdir } from "node:fs/promises";
-import { dirname } from "node:path";
+import { dirname, join } from "node:path";
 import type { Command } from "commander";
 import pc from "picocolors";
 import { z } from "zod";
-import { openModel } from "../../model/index.js";
+import { openModel, saveTokenizerOf } from "../../model/index.js";
 import { ProfileName, type Step, Trajectory } from "../../protocol/index.js";
 import { type RunEvent, runAgent } from "../../runtime/index.js";
 import { CorpusIndex, createToolset } from "../../tools/index.js";
@@ -140,6 +140,8 @@ export async function runQuestion(
     });
     await mkdir(dirname(flags.out), { recursive: true });
     await appendFile(flags.out, `${JSON.stringify(Trajectory.parse(trajectory))}\n`);
+    // Named by the vocabulary: models of several vocabularies may append to one file.
+    await saveTokenizerOf(model, join(dirname(flags.out), `${trajectory.tokenizer}.tokenizer.json`));
     print(pc.dim(`trajectory appended to ${flags.out}`));
     return trajectory;
   } finally {

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ByteTokenizer } from "../../model/index.js";
+import { ByteTokenizer, TOKENIZER_FILE, type Tokenizer, trainBpe } from "../../model/index.js";
 import {
   emptyTrajectoryStats,
   renderObservation,
@@ -14,15 +14,15 @@ import { validateFile } from "./validate.js";
 const tok = new ByteTokenizer();
 const question = "Who wrote Dune?";
 
-function record(completion: [source: "model" | "tool", text: string][]): Trajectory {
+function record(completion: [source: "model" | "tool", text: string][], t: Tokenizer = tok): Trajectory {
   return {
     id: "r",
     question,
     profile: "mhqa",
     model: "scripted",
-    tokenizer: tok.name,
-    promptIds: tok.encode(renderPrompt({ profile: "mhqa", question })),
-    segments: completion.map(([source, text]) => ({ source, ids: tok.encode(text) })),
+    tokenizer: t.name,
+    promptIds: t.encode(renderPrompt({ profile: "mhqa", question })),
+    segments: completion.map(([source, text]) => ({ source, ids: t.encode(text) })),
     answer: "Frank Herbert",
     finishReason: "answer",
     stats: emptyTrajectoryStats(),
@@ -36,9 +36,11 @@ const valid = record([
   ["model", "<answer>Frank Herbert</answer>"],
 ]);
 
-async function validate(lines: string[], profile?: "web") {
-  const file = join(mkdtempSync(join(tmpdir(), "coa-validate-")), "t.jsonl");
+async function validate(lines: string[], profile?: "web", beside?: Tokenizer) {
+  const dir = mkdtempSync(join(tmpdir(), "coa-validate-"));
+  const file = join(dir, "t.jsonl");
   writeFileSync(file, `${lines.join("\n")}\n`);
+  if (beside) writeFileSync(join(dir, TOKENIZER_FILE), JSON.stringify(beside));
   const reported: string[] = [];
   const summary = await validateFile(file, profile, (line) => reported.push(line.slice(file.length)));
   return { summary, reported };
@@ -73,6 +75,16 @@ describe("coa validate", () => {
     expect(reported).toEqual([
       ":1: segments[0]: disabled_tag: step 2: <wiki_search> is not enabled in profile web (characters 25-63)",
     ]);
+  });
+
+  it("decodes records of a BPE tokenizer whose file lies beside them", async () => {
+    const bpe = trainBpe(["<think>search it</think> Frank Herbert wrote Dune, Dune author"], {
+      vocabSize: tok.vocabSize + 20,
+    });
+    const stray = record([["model", "<think>t</think> oops <answer>Frank Herbert</answer>"]], bpe);
+    const { summary, reported } = await validate([JSON.stringify(stray)], undefined, bpe);
+    expect(reported).toEqual([":1: segments[0]: stray_text: text outside any tag (characters 17-21)"]);
+    expect(summary.undecoded.size).toBe(0);
   });
 
   it("schema-checks records of other tokenizers without decoding them", async () => {

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { BYTE_TOKENIZER_NAME, ByteTokenizer } from "../../model/index.js";
+import { findTokenizers, type Tokenizer } from "../../model/index.js";
 import { checkTrajectory, ProfileName, Trajectory, type TrajectoryProblem } from "../../protocol/index.js";
 import { jsonlLines } from "../../util/index.js";
 
@@ -37,12 +37,11 @@ export async function validateFile(
   profile: ProfileName | undefined,
   report: (line: string) => void,
 ): Promise<Summary> {
-  const tokenizer = new ByteTokenizer();
-  const decode = (ids: readonly number[]) => tokenizer.decode(ids);
+  const tokenizers = await findTokenizers([file]);
   const summary: Summary = { records: 0, invalid: 0, undecoded: new Map(), byKind: new Map() };
   for await (const { line: lineNo, text } of jsonlLines(file)) {
     summary.records++;
-    const problems = checkLine(text, profile, decode, summary);
+    const problems = checkLine(text, profile, tokenizers, summary);
     if (problems.length === 0) continue;
     summary.invalid++;
     for (const p of problems) {
@@ -58,7 +57,7 @@ export async function validateFile(
 function checkLine(
   line: string,
   profile: ProfileName | undefined,
-  decode: (ids: readonly number[]) => string,
+  tokenizers: ReadonlyMap<string, Tokenizer>,
   summary: Summary,
 ): TrajectoryProblem[] {
   let json: unknown;
@@ -76,11 +75,12 @@ function checkLine(
       message: issue.message,
     }));
   const record = parsed.data;
-  if (record.tokenizer !== BYTE_TOKENIZER_NAME) {
+  const tokenizer = tokenizers.get(record.tokenizer);
+  if (!tokenizer) {
     summary.undecoded.set(record.tokenizer, (summary.undecoded.get(record.tokenizer) ?? 0) + 1);
     return [];
   }
-  return checkTrajectory(record, decode, { profile }).problems;
+  return checkTrajectory(record, (ids) => tokenizer.decode(ids), { profile }).problems;
 }
 
 function formatSummary(file: string, s: Summary): string {
@@ -88,7 +88,9 @@ function formatSummary(file: string, s: Summary): string {
   if (s.byKind.size > 0)
     parts.push(`problems: ${[...s.byKind].map(([kind, n]) => `${kind} ${n}`).join(", ")}`);
   for (const [name, n] of s.undecoded)
-    parts.push(`${n} with tokenizer ${JSON.stringify(name)} checked against the schema only`);
+    parts.push(
+      `${n} with tokenizer ${JSON.stringify(name)} checked against the schema only (no tokenizer file of that name beside it)`,
+    );
   if (s.records === 0) parts.push("no records");
   return parts.join("; ");
 }

@@ -34,6 +34,7 @@ describe("demo stages", () => {
 
 const episode = (solved: boolean) => ({
   billedTokens: 1000,
+  processedTokens: 600,
   generatedTokens: 200,
   observationTokens: 300,
   modelCalls: 3,
@@ -81,6 +82,7 @@ const trace = (taskId: string, reward: number): MasTrace => ({
     reflections: 1,
     tokensIn: 9000,
     tokensOut: 1000,
+    tokensCached: 0,
     wallMs: 5,
   },
 });

@@ -26,6 +26,7 @@ export function traceOf(messages: MasMessage[], over: Partial<MasTrace> = {}): M
       reflections: 1,
       tokensIn: 900,
       tokensOut: 300,
+      tokensCached: 0,
       wallMs: 1200,
     },
     ...over,
@@ -46,6 +47,7 @@ export function conversation(
     content,
     tokensIn: from === "tool" ? 0 : 50,
     tokensOut: from === "tool" ? 0 : 20,
+    tokensCached: 0,
     ms: 10,
     ...extra,
   }));

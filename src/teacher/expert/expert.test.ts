@@ -51,6 +51,10 @@ describe("expert driver through the real tools", () => {
       MasTrace.parse(t);
       expect(t.tokenizer).toBe(BYTE_TOKENIZER_NAME);
       expect(t.stats.tokensIn).toBeGreaterThan(t.stats.tokensOut);
+      // A prefix cache would reuse part of the manager's growing context, never more than it read.
+      expect(t.stats.tokensCached).toBeGreaterThan(0);
+      expect(t.stats.tokensCached).toBeLessThan(t.stats.tokensIn);
+      for (const m of t.messages) expect(m.tokensCached).toBeLessThanOrEqual(m.tokensIn);
       // Facts come from search results: an entity answer was seen in an observation first.
       if (t.taskKind === "multihop" && t.reward === 1) {
         const seen = t.messages
