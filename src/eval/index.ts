@@ -1,4 +1,4 @@
-export { masTraceCost, trajectoryCost } from "./costs.js";
+export { masTraceCost, trajectoryCost, trajectoryCostIn } from "./costs.js";
 export {
   type CostSummary,
   costSummary,

@@ -44,7 +44,7 @@ export async function runDemo(preset: DemoPreset, out: string, log: (line: strin
       (done.length ? ` (resuming: ${done.length} done)` : ""),
   );
   // RL reads its rollout limits from a config file; written first so a resumed run sees the same.
-  // An episode may fill the model's context but for the prompt (about 550 byte tokens).
+  // An episode may fill the model's context but for the prompt (under 600 tokens even in bytes).
   const rollout = {
     maxTurns: preset.maxTurns,
     concurrency: preset.concurrency,

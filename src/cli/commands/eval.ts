@@ -44,7 +44,7 @@ export function formatEvalSummary(s: EvalSummary): string {
   return [
     `model ${s.model} · profile ${s.profile} · ${s.success.tasks} tasks × k=${s.success.k}`,
     `pass@1 ${pct(s.success.pass1)} · avg@k ${pct(s.success.avgK)} · pass@k ${pct(s.success.passK)} · best-of-k by self score ${pct(s.success.bestOfKBySelfScore)}`,
-    `tokens/task ${c.billedTokensPerTask.toFixed(0)} (billed) · per solved task ${c.billedTokensPerSolvedTask?.toFixed(0) ?? "–"} · generated ${c.generatedTokensPerTask.toFixed(0)} · observations ${c.observationTokensPerTask.toFixed(0)}`,
+    `tokens/task ${c.billedTokensPerTask.toFixed(0)} billed, ${c.processedTokensPerTask.toFixed(0)} with a prefix cache · per solved task ${c.billedTokensPerSolvedTask?.toFixed(0) ?? "–"} billed, ${c.processedTokensPerSolvedTask?.toFixed(0) ?? "–"} cached · generated ${c.generatedTokensPerTask.toFixed(0)} · observations ${c.observationTokensPerTask.toFixed(0)}`,
     `model calls/task ${c.modelCallsPerTask.toFixed(2)} · tool calls/task ${c.toolCallsPerTask.toFixed(2)} · format-error rate ${pct(s.formatErrorRate)} · ${(c.wallMsPerTask / 1000).toFixed(2)} s/task`,
     `finish: ${Object.entries(s.finishReasons)
       .map(([k, v]) => `${k} ${v}`)

@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
+import { TOKENIZER_FILE } from "../../model/index.js";
 import type { DemoPreset } from "./presets.js";
 
 /** One step of the demo: a `coa` subcommand whose output lands in `dir` under the demo folder. */
@@ -40,7 +41,18 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
       name: "world",
       title: "generate the world",
       dir: "world",
-      args: ["world", "generate", "--seed", String(p.seed), "--size", p.worldSize, "--out", world],
+      args: [
+        "world",
+        "generate",
+        "--seed",
+        String(p.seed),
+        "--size",
+        p.worldSize,
+        "--max-hops",
+        String(p.maxHops),
+        "--out",
+        world,
+      ],
     },
     {
       name: "teach",
@@ -74,6 +86,7 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
         at("data"),
         "--max-tokens",
         String(p.distillMaxTokens),
+        ...(p.bpeVocab ? ["--tokenizer", `bpe:${p.bpeVocab}`] : []),
       ],
     },
     {
@@ -141,6 +154,9 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
         String(p.evalTasks),
         "--search-top-k",
         String(p.searchTopK),
+        // Counted in the student's vocabulary, so the comparison with the CoA model is like for like.
+        "--tokenizer",
+        path.join(at("data"), TOKENIZER_FILE),
         "--out",
         at("teach-test"),
       ],
