@@ -4,6 +4,7 @@ import path from "node:path";
 import { Command } from "commander";
 import { describe, expect, it } from "vitest";
 import { costSummary, type EvalSummary } from "../../eval/index.js";
+import { trainBpe } from "../../model/index.js";
 import type { MasTrace } from "../../teacher/index.js";
 import { commands } from "../commands/index.js";
 import { DEMO_PRESETS } from "./presets.js";
@@ -82,7 +83,7 @@ const trace = (taskId: string, reward: number): MasTrace => ({
     reflections: 1,
     tokensIn: 9000,
     tokensOut: 1000,
-    tokensCached: 0,
+    tokensCached: 5000,
     wallMs: 5,
   },
 });
@@ -90,13 +91,17 @@ const trace = (taskId: string, reward: number): MasTrace => ({
 describe("demo report", () => {
   it("compares the teacher with both models on the same scale and says plainly what was not reached", async () => {
     const out = await mkdtemp(path.join(tmpdir(), "coa-demo-"));
-    for (const dir of ["teach-test", "eval-sft", "eval-rl", "data"]) await mkdir(path.join(out, dir));
+    for (const dir of ["teach-test", "eval-sft", "eval-rl", "data", "rl"]) await mkdir(path.join(out, dir));
     await writeFile(
       path.join(out, "teach-test", "traces.jsonl"),
       `${JSON.stringify(trace("t1", 1))}\n${JSON.stringify(trace("t2", 1))}\n`,
     );
     await writeFile(path.join(out, "eval-sft", "summary.json"), JSON.stringify(evalSummary(0.5)));
     await writeFile(path.join(out, "eval-rl", "summary.json"), JSON.stringify(evalSummary(0.5)));
+    const rlStep = { success: 0, samples: 8, groups_kept: 0, groups_drawn: 4 };
+    await writeFile(path.join(out, "rl", "metrics.jsonl"), `${JSON.stringify({ step: 1, ...rlStep })}\n`);
+    const bpe = trainBpe(["the Kell River flows past Osterby", "Osterby and the Kell"], { vocabSize: 300 });
+    await writeFile(path.join(out, "data", "tokenizer.json"), JSON.stringify(bpe.toJSON()));
     await writeFile(
       path.join(out, "data", "funnel.json"),
       JSON.stringify({ stages: [{ stage: "parse", in: 3, out: 2, dropped: { schema: 1 } }] }),
@@ -107,11 +112,17 @@ describe("demo report", () => {
     ]);
 
     expect(markdown).toContain(
-      "| Teacher MAS (expert driver) | 100.0% | 10,000 | 10,000 | 10.00 | 2.00 | – |",
+      "| Teacher MAS (expert driver) | 100.0% | 10,000 | 10,000 | 5,000 | 10.00 | 2.00 | – |",
     );
-    expect(markdown).toContain("| AFM-RL (tiny) | 50.0% | 1,000 | 2,000 | 3.00 | 2.00 | 50.0% |");
+    expect(markdown).toContain("| AFM-RL (tiny) | 50.0% | 1,000 | 2,000 | 1,200 | 3.00 | 2.00 | 50.0% |");
     expect(markdown).toContain("AFM-RL does **not** beat AFM-SFT");
-    expect(markdown).toContain("80.0% fewer (target ≥ 80%; the paper reports 84.6%).");
+    expect(markdown).toContain(
+      "RL rollouts solved 0 of 8 episodes over 1 step; GRPO learns only from groups whose rewards differ (0 of 4 groups), so it had only format penalties",
+    );
+    expect(markdown).toContain(
+      "AFM-RL vs the teacher MAS: 80.0% fewer as billed (target ≥ 80%; the paper reports 84.6%); 76.0% fewer when both sides reuse a prefix cache.",
+    );
+    expect(markdown).toContain(`counted with the student model's tokenizer (\`${bpe.name}\`)`);
     expect(markdown).toContain("| parse | 3 | 2 | schema 1 |");
     expect(markdown).toContain("(SFT loss (train and held-out): no plot was written)");
     expect(await readFile(path.join(out, "report.html"), "utf8")).toContain(
@@ -127,7 +138,7 @@ describe("demo --config", () => {
     const file = path.join(dir, "c.json");
     await writeFile(file, JSON.stringify({ sftSteps: 2000, modelPreset: "small" }));
     const p = await presetWithOverrides(DEMO_PRESETS.default, file);
-    expect([p.name, p.sftSteps, p.modelPreset, p.evalTasks]).toEqual(["default", 2000, "small", 40]);
+    expect([p.name, p.sftSteps, p.modelPreset, p.evalTasks]).toEqual(["default", 2000, "small", 100]);
     await writeFile(file, JSON.stringify({ sftStep: 5 }));
     await expect(presetWithOverrides(DEMO_PRESETS.default, file)).rejects.toThrow(/sftStep/);
     await writeFile(file, JSON.stringify({ sftSteps: -1 }));

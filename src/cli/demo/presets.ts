@@ -32,6 +32,8 @@ export const DemoPreset = z.object({
   /** Test tasks every system is evaluated on. */
   evalTasks: z.number().int().positive(),
   evalK: z.number().int().positive(),
+  /** Sampling temperature of the evaluation; 0 (greedy) shows what a model knows when k is 1. */
+  evalTemperature: z.number().min(0),
   maxTurns: z.number().int().positive(),
   /** The up-front estimate printed before starting, in minutes. */
   estimateMinutes: z.number().positive(),
@@ -59,6 +61,7 @@ export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
     searchTopK: 3,
     evalTasks: 8,
     evalK: 1,
+    evalTemperature: 0,
     maxTurns: 4,
     estimateMinutes: 5,
   },
@@ -82,6 +85,7 @@ export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
     searchTopK: 3,
     evalTasks: 100,
     evalK: 1,
+    evalTemperature: 0,
     maxTurns: 8,
     estimateMinutes: 30,
   },
@@ -105,6 +109,7 @@ export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
     searchTopK: 3,
     evalTasks: 453,
     evalK: 4,
+    evalTemperature: 1,
     maxTurns: 12,
     estimateMinutes: 600,
   },

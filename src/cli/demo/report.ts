@@ -106,6 +106,25 @@ const Funnel = z.object({
   ),
 });
 
+/** The fields of RL's metrics.jsonl that say whether RL had anything to learn from. */
+const RlStep = z.object({
+  success: z.number(),
+  samples: z.number(),
+  groups_kept: z.number(),
+  groups_drawn: z.number(),
+});
+
+/** Why RL could not move success, in numbers from its own rollouts. */
+async function rlSignal(file: string): Promise<string> {
+  const steps = (await readJsonlTolerant(file, RlStep).catch(() => ({ records: [] }))).records;
+  if (!steps.length) return "";
+  const solved = steps.reduce((n, s) => n + Math.round(s.success * s.samples), 0);
+  const samples = steps.reduce((n, s) => n + s.samples, 0);
+  const kept = steps.reduce((n, s) => n + s.groups_kept, 0);
+  const drawn = steps.reduce((n, s) => n + s.groups_drawn, 0);
+  return ` RL rollouts solved ${solved} of ${samples} episodes over ${steps.length} step${steps.length === 1 ? "" : "s"}; GRPO learns only from groups whose rewards differ (${kept} of ${drawn} groups), so ${solved ? "its signal was thin" : "it had only format penalties to learn from, not success"}.`;
+}
+
 export interface StageTiming {
   name: string;
   title: string;
@@ -170,7 +189,7 @@ export async function writeDemoReport(
   findings.push(
     rlBeats
       ? `AFM-RL beats AFM-SFT on test success (${pct(rl.success.pass1)} vs ${pct(sft.success.pass1)}).`
-      : `AFM-RL does **not** beat AFM-SFT on test success here (${pct(rl.success.pass1)} vs ${pct(sft.success.pass1)}).`,
+      : `AFM-RL does **not** beat AFM-SFT on test success here (${pct(rl.success.pass1)} vs ${pct(sft.success.pass1)}).${await rlSignal(at("rl", "metrics.jsonl"))}`,
   );
   const best = [rl, sft].find((s) => s.cost.billedTokensPerSolvedTask !== null);
   if (best && teacherCost.billedTokensPerSolvedTask !== null) {
@@ -197,7 +216,7 @@ export async function writeDemoReport(
         blocks: [
           {
             kind: "text",
-            text: `${preset.evalTasks} held-out test tasks of a generated world (seed ${preset.seed}, size ${preset.worldSize}), k=${preset.evalK}. Tokens are counted with the student model's tokenizer (\`${tokenizer.name}\`) for every system; "tokens / task" is what an API would bill: each model call's whole input context plus its output; "with a prefix cache" counts each token once per context it is first computed in (what a serving engine like vLLM actually computes). The teacher is the **expert driver**, a deterministic programmatic stand-in for a strong LLM that uses the same real tools.`,
+            text: `${preset.evalTasks} held-out test tasks of a generated world (seed ${preset.seed}, size ${preset.worldSize}), k=${preset.evalK}, temperature ${preset.evalTemperature}${preset.evalTemperature === 0 ? " (greedy)" : ""}. Tokens are counted with the student model's tokenizer (\`${tokenizer.name}\`) for every system; "tokens / task" is what an API would bill: each model call's whole input context plus its output; "with a prefix cache" counts each token once per context it is first computed in (what a serving engine like vLLM actually computes). The teacher is the **expert driver**, a deterministic programmatic stand-in for a strong LLM that uses the same real tools.`,
           },
           resultsTable(rows),
           { kind: "text", text: findings.join("\n\n") },
@@ -208,7 +227,7 @@ export async function writeDemoReport(
         blocks: [
           {
             kind: "text",
-            text: `The ${coaSame.episodes} train-split teacher episodes that survived distillation, costed twice in bytes: as the multi-agent system ran them (every agent call re-reads its own context) and as the distilled single-model trajectory (one growing context, each turn re-reads it). Quality is equal by construction, so this isolates what the Chain-of-Agents protocol saves: ${pct(reduction(coaSame.billedTokensPerSolvedTask ?? 0, masSame.billedTokensPerSolvedTask ?? 0))} fewer tokens per solved task (target ≥ 80%; the paper reports 84.6% for trained models).`,
+            text: `The ${coaSame.episodes} train-split teacher episodes that survived distillation, costed twice in bytes: as the multi-agent system ran them (every agent call re-reads its own context) and as the distilled single-model trajectory (one growing context, each turn re-reads it). Quality is equal by construction, so this isolates what the Chain-of-Agents protocol saves: ${pct(reduction(coaSame.billedTokensPerSolvedTask ?? 0, masSame.billedTokensPerSolvedTask ?? 0))} fewer tokens per solved task as billed (target ≥ 80%; the paper reports 84.6% for trained models), ${pct(reduction(coaSame.processedTokensPerSolvedTask ?? 0, masSame.processedTokensPerSolvedTask ?? 0))} fewer with a prefix cache on both sides.`,
           },
           resultsTable(sameRows),
         ],

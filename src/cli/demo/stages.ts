@@ -27,6 +27,8 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
     String(p.evalTasks),
     "--k",
     String(p.evalK),
+    "--temperature",
+    String(p.evalTemperature),
     "--max-turns",
     String(p.maxTurns),
     "--concurrency",
