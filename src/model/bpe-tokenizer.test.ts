@@ -7,7 +7,7 @@ import { tagTokens } from "../protocol/index.js";
 import { BpeTokenizer, splitPieces, tokenizerFromSpec, trainBpe } from "./bpe-tokenizer.js";
 import { BYTE_TOKENIZER_NAME, ByteTokenizer } from "./byte-tokenizer.js";
 import { engineRoot } from "./engine-python.js";
-import { findTokenizers, readTokenizerFile } from "./tokenizer-files.js";
+import { readTokenizerFile } from "./tokenizer-files.js";
 
 const CORPUS = [
   "<think>Find the founder of the Mavar Botanical Foundation.</think>",

@@ -117,7 +117,7 @@ describe("demo report", () => {
     expect(markdown).toContain("| AFM-RL (tiny) | 50.0% | 1,000 | 2,000 | 1,200 | 3.00 | 2.00 | 50.0% |");
     expect(markdown).toContain("AFM-RL does **not** beat AFM-SFT");
     expect(markdown).toContain(
-      "RL rollouts solved 0 of 8 episodes over 1 step; GRPO learns only from groups whose rewards differ (0 of 4 groups), so it had only format penalties",
+      "RL rollouts solved 0 of 8 episodes over 1 step; GRPO learns only from groups whose rewards differ (0 of 4 groups), so it had no success to reinforce, only penalties",
     );
     expect(markdown).toContain(
       "AFM-RL vs the teacher MAS: 80.0% fewer as billed (target ≥ 80%; the paper reports 84.6%); 76.0% fewer when both sides reuse a prefix cache.",

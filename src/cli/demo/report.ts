@@ -122,7 +122,7 @@ async function rlSignal(file: string): Promise<string> {
   const samples = steps.reduce((n, s) => n + s.samples, 0);
   const kept = steps.reduce((n, s) => n + s.groups_kept, 0);
   const drawn = steps.reduce((n, s) => n + s.groups_drawn, 0);
-  return ` RL rollouts solved ${solved} of ${samples} episodes over ${steps.length} step${steps.length === 1 ? "" : "s"}; GRPO learns only from groups whose rewards differ (${kept} of ${drawn} groups), so ${solved ? "its signal was thin" : "it had only format penalties to learn from, not success"}.`;
+  return ` RL rollouts solved ${solved} of ${samples} episodes over ${steps.length} step${steps.length === 1 ? "" : "s"}; GRPO learns only from groups whose rewards differ (${kept} of ${drawn} groups), so ${solved ? "its signal was thin" : "it had no success to reinforce, only penalties"}.`;
 }
 
 export interface StageTiming {
