@@ -47,6 +47,7 @@ export async function runDemo(preset: DemoPreset, out: string, log: (line: strin
   // An episode may fill the model's context but for the prompt (under 600 tokens even in bytes).
   const rollout = {
     maxTurns: preset.maxTurns,
+    maxTokensPerTurn: preset.maxTokensPerTurn,
     concurrency: preset.concurrency,
     maxResponseTokens: (preset.modelContext ?? DEFAULT_CONTEXT) - PROMPT_ROOM,
   };

@@ -31,6 +31,7 @@ export const EvalFlags = z.object({
   seed: z.coerce.number().int(),
   maxTurns: Count.optional(),
   maxTokens: Count.optional(),
+  maxTokensPerTurn: Count.optional(),
   judge: z.string().optional(),
   unsafeNoSandbox: z.boolean().default(false),
   searchTopK: SearchTopK,
@@ -80,7 +81,7 @@ export async function runEval(flags: EvalFlags, log: (line: string) => void): Pr
       outDir: flags.out,
       concurrency: flags.concurrency,
       seed: flags.seed,
-      sampling: { temperature: flags.temperature },
+      sampling: { temperature: flags.temperature, maxTokensPerTurn: flags.maxTokensPerTurn },
       budget: { maxTurns: flags.maxTurns, maxTokens: flags.maxTokens },
       score: { judge },
       onProgress: (p) => progress.update(p.done, p.total, `${p.correct} correct`),
@@ -116,6 +117,10 @@ export function register(program: Command): void {
     .option("--seed <n>", "base of the per-sample seeds", "0")
     .option("--max-turns <n>", "model calls per episode")
     .option("--max-tokens <n>", "context tokens per episode")
+    .option(
+      "--max-tokens-per-turn <n>",
+      `tokens per model call (default ${DEFAULT_SAMPLING.maxTokensPerTurn})`,
+    )
     .option("--model-name <name>", "model name on an HTTP server (default: the first it lists)")
     .option("--api <kind>", "completions|chat for HTTP servers", "completions")
     .option("--judge <spec>", "OpenAI-compatible model that judges web QA answers")

@@ -35,6 +35,8 @@ export const DemoPreset = z.object({
   /** Sampling temperature of the evaluation; 0 (greedy) shows what a model knows when k is 1. */
   evalTemperature: z.number().min(0),
   maxTurns: z.number().int().positive(),
+  /** Tokens per model call in RL and evaluation: a teacher turn is under 250, a looping model is cut short. */
+  maxTokensPerTurn: z.number().int().positive(),
   /** The up-front estimate printed before starting, in minutes. */
   estimateMinutes: z.number().positive(),
 });
@@ -63,6 +65,7 @@ export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
     evalK: 1,
     evalTemperature: 0,
     maxTurns: 4,
+    maxTokensPerTurn: 512,
     estimateMinutes: 5,
   },
   default: {
@@ -87,6 +90,7 @@ export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
     evalK: 1,
     evalTemperature: 0,
     maxTurns: 8,
+    maxTokensPerTurn: 512,
     estimateMinutes: 30,
   },
   full: {
@@ -111,6 +115,7 @@ export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
     evalK: 4,
     evalTemperature: 1,
     maxTurns: 12,
+    maxTokensPerTurn: 512,
     estimateMinutes: 600,
   },
 };

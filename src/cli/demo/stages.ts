@@ -31,6 +31,8 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
     String(p.evalTemperature),
     "--max-turns",
     String(p.maxTurns),
+    "--max-tokens-per-turn",
+    String(p.maxTokensPerTurn),
     "--concurrency",
     String(p.concurrency),
     "--search-top-k",
