@@ -1,2 +1,3 @@
 export { findJsonlFiles, type LoadedRecords, loadRecords, type ViewRecord } from "./records.js";
+export { sampleMasTrace, sampleTrajectory } from "./testing.js";
 export { type RunningViewer, startViewer, type ViewerOptions, viewerApp } from "./viewer.js";

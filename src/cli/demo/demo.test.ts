@@ -5,6 +5,7 @@ import { Command } from "commander";
 import { describe, expect, it } from "vitest";
 import { costSummary, type EvalSummary } from "../../eval/index.js";
 import { trainBpe } from "../../model/index.js";
+import { sampleTrajectory } from "../../server/index.js";
 import type { MasTrace } from "../../teacher/index.js";
 import { commands } from "../commands/index.js";
 import { DEMO_PRESETS } from "./presets.js";
@@ -98,6 +99,10 @@ describe("demo report", () => {
     );
     await writeFile(path.join(out, "eval-sft", "summary.json"), JSON.stringify(evalSummary(0.5)));
     await writeFile(path.join(out, "eval-rl", "summary.json"), JSON.stringify(evalSummary(0.5)));
+    const guessed = sampleTrajectory("What was the occupation of Ada Brand?", [
+      { steps: [{ type: "answer", text: "geologist" }] },
+    ]);
+    await writeFile(path.join(out, "eval-rl", "trajectories.jsonl"), `${JSON.stringify(guessed)}\n`);
     const rlStep = { success: 0, samples: 8, groups_kept: 0, groups_drawn: 4 };
     await writeFile(path.join(out, "rl", "metrics.jsonl"), `${JSON.stringify({ step: 1, ...rlStep })}\n`);
     const bpe = trainBpe(["the Kell River flows past Osterby", "Osterby and the Kell"], { vocabSize: 300 });
@@ -117,7 +122,7 @@ describe("demo report", () => {
     expect(markdown).toContain("| AFM-RL (tiny) | 50.0% | 1,000 | 2,000 | 1,200 | 3.00 | 2.00 | 50.0% |");
     expect(markdown).toContain("AFM-RL does **not** beat AFM-SFT");
     expect(markdown).toContain(
-      "RL rollouts solved 0 of 8 episodes over 1 step; GRPO learns only from groups whose rewards differ (0 of 4 groups), so it had no success to reinforce, only penalties",
+      "RL rollouts solved 0 of 8 episodes over 1 step; GRPO learns only from groups whose rewards differ (0 of 4 groups), so it made no update at all. AFM-RL solved 1 of 1 test episodes, answering `geologist`; with so few, check the examples below",
     );
     expect(markdown).toContain(
       "AFM-RL vs the teacher MAS: 80.0% fewer as billed (target ≥ 80%; the paper reports 84.6%); 76.0% fewer when both sides reuse a prefix cache.",

@@ -21,6 +21,8 @@ import type { DemoPreset } from "./presets.js";
 
 const bytes = new ByteTokenizer();
 const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+/** A token cut as prose: "55.4% fewer", or "17.1× more" when the student spent more. */
+const fewer = (cut: number) => (cut >= 0 ? `${pct(cut)} fewer` : `${(1 - cut).toFixed(1)}× more`);
 const num = (x: number | null) => (x === null ? "–" : Math.round(x).toLocaleString("en-US"));
 
 async function readJson(file: string): Promise<unknown> {
@@ -106,6 +108,19 @@ const Funnel = z.object({
   ),
 });
 
+/**
+ * A handful of solved tasks is easy to over-read: name their answers, so a reader can see when
+ * they are one common value guessed from a small answer set rather than found.
+ */
+async function fewSolved(file: string, system: string): Promise<string> {
+  const { records } = await readJsonlTolerant(file, Trajectory).catch(() => ({
+    records: [] as Trajectory[],
+  }));
+  const answers = records.filter((t) => (t.reward ?? 0) >= 1).map((t) => `\`${t.answer ?? ""}\``);
+  if (!answers.length || answers.length > 5) return "";
+  return ` ${system} solved ${answers.length} of ${records.length} test episodes, answering ${answers.join(", ")}; with so few, check the examples below for whether they were found or guessed.`;
+}
+
 /** The fields of RL's metrics.jsonl that say whether RL had anything to learn from. */
 const RlStep = z.object({
   success: z.number(),
@@ -122,7 +137,7 @@ async function rlSignal(file: string): Promise<string> {
   const samples = steps.reduce((n, s) => n + s.samples, 0);
   const kept = steps.reduce((n, s) => n + s.groups_kept, 0);
   const drawn = steps.reduce((n, s) => n + s.groups_drawn, 0);
-  return ` RL rollouts solved ${solved} of ${samples} episodes over ${steps.length} step${steps.length === 1 ? "" : "s"}; GRPO learns only from groups whose rewards differ (${kept} of ${drawn} groups), so ${solved ? "its signal was thin" : "it had no success to reinforce, only penalties"}.`;
+  return ` RL rollouts solved ${solved} of ${samples} episodes over ${steps.length} step${steps.length === 1 ? "" : "s"}; GRPO learns only from groups whose rewards differ (${kept} of ${drawn} groups), so ${kept === 0 ? "it made no update at all" : solved ? "its signal was thin" : "it had no success to reinforce, only penalties"}.`;
 }
 
 export interface StageTiming {
@@ -187,9 +202,10 @@ export async function writeDemoReport(
   const findings: string[] = [];
   const rlBeats = rl.success.pass1 > sft.success.pass1;
   findings.push(
-    rlBeats
+    (rlBeats
       ? `AFM-RL beats AFM-SFT on test success (${pct(rl.success.pass1)} vs ${pct(sft.success.pass1)}).`
-      : `AFM-RL does **not** beat AFM-SFT on test success here (${pct(rl.success.pass1)} vs ${pct(sft.success.pass1)}).${await rlSignal(at("rl", "metrics.jsonl"))}`,
+      : `AFM-RL does **not** beat AFM-SFT on test success here (${pct(rl.success.pass1)} vs ${pct(sft.success.pass1)}).${await rlSignal(at("rl", "metrics.jsonl"))}`) +
+      (await fewSolved(at("eval-rl", "trajectories.jsonl"), "AFM-RL")),
   );
   const best = [rl, sft].find((s) => s.cost.billedTokensPerSolvedTask !== null);
   if (best && teacherCost.billedTokensPerSolvedTask !== null) {
@@ -199,7 +215,7 @@ export async function writeDemoReport(
       teacherCost.processedTokensPerSolvedTask!,
     );
     findings.push(
-      `Tokens per solved task, ${best === rl ? "AFM-RL" : "AFM-SFT"} vs the teacher MAS: ${pct(cut)} fewer as billed (target ≥ 80%; the paper reports 84.6%)${cut >= 0.8 ? "" : " — target not reached"}; ${pct(cachedCut)} fewer when both sides reuse a prefix cache.`,
+      `Tokens per solved task, ${best === rl ? "AFM-RL" : "AFM-SFT"} vs the teacher MAS: ${fewer(cut)} as billed (target ≥ 80%; the paper reports 84.6%)${cut >= 0.8 ? "" : " — target not reached"}; ${fewer(cachedCut)} when both sides reuse a prefix cache.`,
     );
   } else {
     findings.push(
