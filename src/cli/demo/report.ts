@@ -73,8 +73,7 @@ function resultsTable(rows: SystemRow[]): ReportBlock {
 }
 
 /** Three trajectories that show the model at work: a solved one, a failed one, and the longest. */
-async function examples(file: string, tokenizer: Tokenizer): Promise<ReportBlock[]> {
-  const { records } = await readJsonlTolerant(file, Trajectory);
+function examples(records: readonly Trajectory[], tokenizer: Tokenizer): ReportBlock[] {
   if (!records.length) return [{ kind: "text", text: "(no trajectories)" }];
   const solved = records.find((t) => (t.reward ?? 0) >= 1);
   const failed = records.find((t) => (t.reward ?? 0) < 1);
@@ -112,10 +111,7 @@ const Funnel = z.object({
  * A handful of solved tasks is easy to over-read: name their answers, so a reader can see when
  * they are one common value guessed from a small answer set rather than found.
  */
-async function fewSolved(file: string, system: string): Promise<string> {
-  const { records } = await readJsonlTolerant(file, Trajectory).catch(() => ({
-    records: [] as Trajectory[],
-  }));
+function fewSolved(records: readonly Trajectory[], system: string): string {
   const answers = records.filter((t) => (t.reward ?? 0) >= 1).map((t) => `\`${t.answer ?? ""}\``);
   if (!answers.length || answers.length > 5) return "";
   return ` ${system} solved ${answers.length} of ${records.length} test episodes, answering ${answers.join(", ")}; with so few, check the examples below for whether they were found or guessed.`;
@@ -160,6 +156,7 @@ export async function writeDemoReport(
   const teacherCost = costSummary(traces.map((t) => masTraceCost(t, count)));
   const sft = (await readJson(at("eval-sft", "summary.json"))) as EvalSummary;
   const rl = (await readJson(at("eval-rl", "summary.json"))) as EvalSummary;
+  const rlEpisodes = (await readJsonlTolerant(at("eval-rl", "trajectories.jsonl"), Trajectory)).records;
   const rows: SystemRow[] = [
     {
       name: "Teacher MAS (expert driver)",
@@ -205,7 +202,7 @@ export async function writeDemoReport(
     (rlBeats
       ? `AFM-RL beats AFM-SFT on test success (${pct(rl.success.pass1)} vs ${pct(sft.success.pass1)}).`
       : `AFM-RL does **not** beat AFM-SFT on test success here (${pct(rl.success.pass1)} vs ${pct(sft.success.pass1)}).${await rlSignal(at("rl", "metrics.jsonl"))}`) +
-      (await fewSolved(at("eval-rl", "trajectories.jsonl"), "AFM-RL")),
+      fewSolved(rlEpisodes, "AFM-RL"),
   );
   const best = [rl, sft].find((s) => s.cost.billedTokensPerSolvedTask !== null);
   if (best && teacherCost.billedTokensPerSolvedTask !== null) {
@@ -293,7 +290,7 @@ export async function writeDemoReport(
       },
       {
         title: "Example trajectories (AFM-RL, test split)",
-        blocks: await examples(at("eval-rl", "trajectories.jsonl"), tokenizer),
+        blocks: examples(rlEpisodes, tokenizer),
       },
     ],
   };
