@@ -18,7 +18,8 @@ export interface TeachProgress {
 export interface TeachOptions {
   tasks: readonly Task[];
   driver: Driver;
-  tools: Toolbox;
+  /** The team's tools, or a task's own (tasks drawn from several worlds search their own corpus). */
+  tools: Toolbox | ((task: Task) => Toolbox);
   /** The run folder: traces.jsonl and summary.json go here. */
   out: string;
   concurrency?: number;
@@ -68,7 +69,8 @@ export async function runTeach(opts: TeachOptions): Promise<TeachResult> {
   await Promise.all(
     todo.map((task) =>
       limit(async () => {
-        const trace = await runEpisode(task, opts.driver, opts.tools, opts.episode);
+        const tools = typeof opts.tools === "function" ? opts.tools(task) : opts.tools;
+        const trace = await runEpisode(task, opts.driver, tools, opts.episode);
         writing = writing.then(() => appendJsonl(tracesFile, trace));
         await writing;
         traces.push(trace);

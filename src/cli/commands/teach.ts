@@ -3,7 +3,7 @@ import path from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
 import { type ModelClient, openModel, readTokenizerFile } from "../../model/index.js";
-import { loadTasks } from "../../tasks/index.js";
+import { interleave, isWorldSet, loadTasks, readWorldSet, type Task } from "../../tasks/index.js";
 import {
   type Driver,
   ExpertDriver,
@@ -11,6 +11,7 @@ import {
   LlmDriver,
   runTeach,
   type TeachResult,
+  type Toolbox,
 } from "../../teacher/index.js";
 import { CorpusIndex, createToolset } from "../../tools/index.js";
 import { findCorpus } from "../corpus.js";
@@ -55,16 +56,7 @@ export type TeachFlags = z.infer<typeof TeachFlags>;
 
 /** Runs `coa teach` with parsed flags; `log` gets the human-readable lines. */
 export async function teach(flags: TeachFlags, log: (line: string) => void): Promise<TeachResult> {
-  const loaded = await loadTasks(flags.tasks, { split: flags.split });
-  const corpus = flags.corpus ?? (await findCorpus(flags.tasks));
-  if (!corpus) throw new Error(`--corpus: no corpus.jsonl next to ${flags.tasks}; name one with --corpus`);
-  const { index } = await CorpusIndex.open(corpus);
-  const tools = createToolset({
-    index,
-    search: { provider: "local", topK: flags.searchTopK },
-    crawl: { offline: true },
-    code: { unsafeNoSandbox: flags.unsafeNoSandbox },
-  });
+  const { tasks, tools, corpus, taskFile } = await teachingGround(flags);
   let model: ModelClient | null = null;
   let driver: Driver;
   if (flags.driver === "llm") {
@@ -93,17 +85,17 @@ export async function teach(flags: TeachFlags, log: (line: string) => void): Pro
       ...flags,
       apiKey: undefined,
       corpus,
-      taskFile: loaded.file,
+      taskFile,
       driverModel: driver.model,
-      tasksLoaded: loaded.tasks.length,
+      tasksLoaded: tasks.length,
     };
     await writeFile(path.join(flags.out, "config.json"), `${JSON.stringify(config, null, 2)}\n`);
     log(
-      `teach: ${loaded.tasks.length} tasks from ${loaded.file} · driver ${driver.name} (${driver.model}) · out ${flags.out}`,
+      `teach: ${tasks.length} tasks from ${taskFile} · driver ${driver.name} (${driver.model}) · out ${flags.out}`,
     );
     const progress = itemProgress("teach");
     const result = await runTeach({
-      tasks: loaded.tasks,
+      tasks,
       driver,
       tools,
       out: flags.out,
@@ -122,11 +114,56 @@ export async function teach(flags: TeachFlags, log: (line: string) => void): Pro
   }
 }
 
+/**
+ * The tasks and the tools they are solved with. A world set gives each task its own world's corpus,
+ * and its tasks interleaved by world, so `--limit N` draws evenly from every world.
+ */
+async function teachingGround(flags: TeachFlags): Promise<{
+  tasks: Task[];
+  tools: Toolbox | ((task: Task) => Toolbox);
+  corpus: string | string[];
+  taskFile: string;
+}> {
+  const toolsetOf = async (corpus: string) =>
+    createToolset({
+      index: (await CorpusIndex.open(corpus)).index,
+      search: { provider: "local", topK: flags.searchTopK },
+      crawl: { offline: true },
+      code: { unsafeNoSandbox: flags.unsafeNoSandbox },
+    });
+  if (await isWorldSet(flags.tasks)) {
+    if (flags.corpus)
+      throw new Error("--corpus: a world set searches each world's own corpus; drop --corpus");
+    const byTask = new Map<string, Toolbox>();
+    const perWorld: Task[][] = [];
+    const corpora: string[] = [];
+    for (const world of await readWorldSet(flags.tasks)) {
+      const corpus = path.join(world.dir, "corpus.jsonl");
+      const toolset = await toolsetOf(corpus);
+      const { tasks } = await loadTasks(world.dir, { split: flags.split });
+      for (const t of tasks) byTask.set(t.id, toolset);
+      perWorld.push(tasks);
+      corpora.push(corpus);
+    }
+    const tools = (task: Task) => byTask.get(task.id)!;
+    return {
+      tasks: interleave(perWorld),
+      tools,
+      corpus: corpora,
+      taskFile: `${flags.tasks} (${flags.split})`,
+    };
+  }
+  const loaded = await loadTasks(flags.tasks, { split: flags.split });
+  const corpus = flags.corpus ?? (await findCorpus(flags.tasks));
+  if (!corpus) throw new Error(`--corpus: no corpus.jsonl next to ${flags.tasks}; name one with --corpus`);
+  return { tasks: loaded.tasks, tools: await toolsetOf(corpus), corpus, taskFile: loaded.file };
+}
+
 export function register(program: Command): void {
   program
     .command("teach")
     .description("run the teacher multi-agent system on tasks and append MAS traces (resumable)")
-    .requiredOption("--tasks <path>", "a task file, or a world directory (with --split)")
+    .requiredOption("--tasks <path>", "a task file, a world directory or a world set (with --split)")
     .option("--split <name>", "split of a world directory", "train")
     .option("--driver <driver>", "expert (offline programmatic teacher) | llm", "expert")
     .option("--model <spec>", "for --driver llm: OpenAI-compatible base URL or engine[:preset]")

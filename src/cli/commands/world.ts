@@ -3,6 +3,7 @@ import {
   formatStats,
   generateWorld,
   loadTasks,
+  parseSeeds,
   readWorldManifest,
   SPLITS,
   type Split,
@@ -10,6 +11,7 @@ import {
   splitStats,
   WorldSize,
   writeWorld,
+  writeWorldSet,
 } from "../../tasks/index.js";
 
 export function register(program: Command): void {
@@ -19,12 +21,19 @@ export function register(program: Command): void {
 
   world
     .command("generate")
-    .description("write corpus.jsonl, tasks/{train,rl,dev,test}.jsonl and world.json; same seed, same bytes")
+    .description(
+      "write corpus.jsonl, tasks/{train,rl,dev,test}.jsonl and world.json; same seed, same bytes. With --seeds, a world set: one such folder per seed and worlds.json",
+    )
     .option("--seed <n>", "random seed", "1")
+    .option("--seeds <list>", "a world set instead, one world per seed: 101-124 or 1,5,9")
     .option("--size <size>", `world size (${WorldSize.options.join(", ")})`, "small")
     .option("--max-hops <n>", "the most lookups a question may need (2 to 4)", "4")
     .requiredOption("--out <dir>", "output directory")
-    .action(async (opts: { seed: string; size: string; maxHops: string; out: string }) => {
+    .addHelpText(
+      "after",
+      "\nExamples:\n  coa world generate --seed 1 --size small --out runs/world\n  coa world generate --seeds 101-124 --size small --max-hops 2 --out runs/worlds   # train on many worlds, test on an unseen one",
+    )
+    .action(async (opts: { seed: string; seeds?: string; size: string; maxHops: string; out: string }) => {
       const seed = Number(opts.seed);
       if (!Number.isInteger(seed)) throw new Error(`--seed: expected an integer, got "${opts.seed}"`);
       const size = WorldSize.safeParse(opts.size);
@@ -33,6 +42,16 @@ export function register(program: Command): void {
       const maxHops = Number(opts.maxHops);
       if (!Number.isInteger(maxHops) || maxHops < 2 || maxHops > 4)
         throw new Error(`--max-hops: expected 2, 3 or 4, got "${opts.maxHops}"`);
+      if (opts.seeds !== undefined) {
+        const seeds = parseSeeds(opts.seeds);
+        await writeWorldSet(opts.out, seeds, {
+          size: size.data,
+          maxHops,
+          onWorld: (s, done) => process.stderr.write(`world ${s} (${done}/${seeds.length})\n`),
+        });
+        console.log(`wrote ${opts.out}: a set of ${seeds.length} worlds (seeds ${opts.seeds})`);
+        return;
+      }
       const generated = generateWorld(seed, size.data, { maxHops });
       await writeWorld(opts.out, generated);
       const { documents, tasks } = generated.manifest.counts;

@@ -13,4 +13,14 @@ export { Plan, PlanRef, PlanStep, PlanSubject, ProgramName } from "./plan.js";
 export { hashString, Rng } from "./prng.js";
 export { inSentence, readFact } from "./prose.js";
 export { Attr, articleId, docUrl, EntityType, WORLD_HOST, WorldDoc } from "./schema.js";
+export {
+  interleave,
+  isWorldSet,
+  parseSeeds,
+  readWorldSet,
+  WORLD_SET_FILE,
+  WorldSetManifest,
+  worldDirName,
+  writeWorldSet,
+} from "./set.js";
 export { formatStats, type SplitStats, splitStats } from "./stats.js";
