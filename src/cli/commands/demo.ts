@@ -2,7 +2,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
-import { DEMO_PRESETS, DemoPreset } from "../demo/presets.js";
+import { checkPresetSeeds, DEMO_PRESETS, DemoPreset } from "../demo/presets.js";
 import { type StageTiming, writeDemoReport } from "../demo/report.js";
 import { demoStages, runStage } from "../demo/stages.js";
 
@@ -103,7 +103,7 @@ export function register(program: Command): void {
     .action(async (opts: { quick?: boolean; full?: boolean; out?: string; config?: string }) => {
       if (opts.quick && opts.full) throw new Error("choose one of --quick and --full");
       const base = DEMO_PRESETS[opts.quick ? "quick" : opts.full ? "full" : "default"];
-      const preset = opts.config ? await presetWithOverrides(base, opts.config) : base;
+      const preset = checkPresetSeeds(opts.config ? await presetWithOverrides(base, opts.config) : base);
       const out = opts.out ?? path.join("runs", preset.name === "default" ? "demo" : `demo-${preset.name}`);
       await runDemo(preset, out, (line) => process.stdout.write(`${line}\n`));
     });

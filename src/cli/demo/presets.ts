@@ -1,15 +1,19 @@
 import { z } from "zod";
+import { parseSeeds } from "../../tasks/index.js";
 
 /** How big each stage of `coa demo` is. Times are what the stages took on a 2-core machine. */
 export const DemoPreset = z.object({
   name: z.enum(["quick", "default", "full"]),
   worldSize: z.enum(["tiny", "small", "medium", "large"]),
+  /** Seed of the test world, which no stage trains on. */
   seed: z.number().int(),
+  /** Seeds of the worlds the teacher solves and RL trains on (`101-124`); never `seed`. */
+  trainSeeds: z.string(),
   /** The most lookups a world question may need (2 to 4); fewer hops is an easier world. */
   maxHops: z.number().int().min(2).max(4),
   /** Vocabulary of the BPE learned from the distilled traces; absent: the model reads bytes. */
   bpeVocab: z.number().int().min(512).optional(),
-  /** Train tasks the teacher solves (its traces become the SFT data). */
+  /** Train tasks the teacher solves, drawn evenly from the training worlds (its traces become the SFT data). */
   teachTasks: z.number().int().positive(),
   modelPreset: z.enum(["micro", "tiny", "small"]),
   /** Context length of the fresh model; default the preset's (tiny and small: 2048). */
@@ -42,11 +46,21 @@ export const DemoPreset = z.object({
 });
 export type DemoPreset = z.infer<typeof DemoPreset>;
 
+/** A preset whose training worlds include its test world measures memory, not skill: refused. */
+export function checkPresetSeeds(p: DemoPreset): DemoPreset {
+  if (parseSeeds(p.trainSeeds).includes(p.seed))
+    throw new Error(
+      `trainSeeds ${p.trainSeeds} include the test world's seed ${p.seed}; the test world must be unseen`,
+    );
+  return p;
+}
+
 export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
   quick: {
     name: "quick",
     worldSize: "small",
     seed: 1,
+    trainSeeds: "101-124",
     maxHops: 2,
     bpeVocab: 2048,
     teachTasks: 300,
@@ -72,6 +86,7 @@ export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
     name: "default",
     worldSize: "small",
     seed: 1,
+    trainSeeds: "101-124",
     maxHops: 2,
     bpeVocab: 2048,
     teachTasks: 2472,
@@ -97,6 +112,7 @@ export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
     name: "full",
     worldSize: "small",
     seed: 1,
+    trainSeeds: "101-124",
     maxHops: 4,
     bpeVocab: 4096,
     teachTasks: 2472,

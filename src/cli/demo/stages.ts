@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
 import { TOKENIZER_FILE } from "../../model/index.js";
+import { parseSeeds, worldDirName } from "../../tasks/index.js";
 import type { DemoPreset } from "./presets.js";
 
 /** One step of the demo: a `coa` subcommand whose output lands in `dir` under the demo folder. */
@@ -14,7 +15,10 @@ export interface DemoStage {
 /** The paper on one machine: world → teacher → distill → SFT → RL → evaluate all three systems. */
 export function demoStages(p: DemoPreset, out: string): DemoStage[] {
   const at = (d: string) => path.join(out, d);
+  // The student learns on many worlds and is tested on one it never saw (its seed is not among them).
   const world = at("world");
+  const worlds = at("worlds");
+  const rlWorld = path.join(worlds, worldDirName(parseSeeds(p.trainSeeds)[0]!));
   const evalArgs = (model: string, dir: string) => [
     "eval",
     "--model",
@@ -43,7 +47,7 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
   return [
     {
       name: "world",
-      title: "generate the world",
+      title: "generate the unseen test world",
       dir: "world",
       args: [
         "world",
@@ -59,13 +63,30 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
       ],
     },
     {
+      name: "worlds",
+      title: "generate the worlds the student learns on",
+      dir: "worlds",
+      args: [
+        "world",
+        "generate",
+        "--seeds",
+        p.trainSeeds,
+        "--size",
+        p.worldSize,
+        "--max-hops",
+        String(p.maxHops),
+        "--out",
+        worlds,
+      ],
+    },
+    {
       name: "teach",
-      title: "teacher MAS on the train split",
+      title: "teacher MAS on the train split of every training world",
       dir: "teach",
       args: [
         "teach",
         "--tasks",
-        world,
+        worlds,
         "--split",
         "train",
         "--driver",
@@ -119,7 +140,7 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
     },
     {
       name: "rl",
-      title: "agentic RL on the rl split",
+      title: "agentic RL on the rl split of a training world",
       dir: "rl",
       args: [
         "train",
@@ -127,7 +148,7 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
         "--from",
         path.join(at("sft"), "last"),
         "--tasks",
-        world,
+        rlWorld,
         "--steps",
         String(p.rlSteps),
         "--group-size",
