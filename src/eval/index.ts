@@ -1,3 +1,11 @@
+export {
+  type CopyAccuracy,
+  type CopyEpisode,
+  type CopyRate,
+  type CopyTargets,
+  copyAccuracy,
+  copyTargets,
+} from "./copy.js";
 export { masTraceCost, trajectoryCost, trajectoryCostIn } from "./costs.js";
 export {
   type CostSummary,
@@ -7,8 +15,11 @@ export {
   reduction,
   type ScoredSample,
   type SuccessMetrics,
+  successByKind,
   successMetrics,
   type TaskSamples,
+  taskScores,
 } from "./metrics.js";
+export { type PairedDifference, pairedDifference, tCritical } from "./paired.js";
 export { type Report, type ReportBlock, type ReportSection, reportHtml, reportMarkdown } from "./report.js";
 export { type EvalOptions, type EvalSummary, evaluate, SampleVerdict } from "./run.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { costSummary, passAtK, reduction, successMetrics } from "./metrics.js";
+import { costSummary, passAtK, reduction, successByKind, successMetrics, taskScores } from "./metrics.js";
 
 describe("passAtK", () => {
   it("matches the closed form on small cases", () => {
@@ -39,6 +39,25 @@ describe("successMetrics", () => {
       { taskId: "b", samples: [s(true)] },
     ]);
     expect(m).toMatchObject({ tasks: 2, scorerErrorTasks: 1, scorerErrors: 1, pass1: 1 });
+  });
+  it("gives each task's avg@k, leaving out scorer errors and tasks that only had them", () => {
+    expect(
+      taskScores([
+        { taskId: "a", samples: [s(true), s(false), s(true), s(false, null, "judge_down")] },
+        { taskId: "b", samples: [s(false, null, "judge_down")] },
+        { taskId: "c", samples: [s(false)] },
+      ]),
+    ).toEqual({ a: 2 / 3, c: 0 });
+  });
+  it("splits success by task kind, each with its own task count", () => {
+    const byKind = successByKind([
+      { taskId: "a", kind: "multihop", samples: [s(true), s(false)] },
+      { taskId: "b", kind: "comparison", samples: [s(false), s(false)] },
+      { taskId: "c", kind: "multihop", samples: [s(false), s(false)] },
+    ]);
+    expect(Object.keys(byKind)).toEqual(["comparison", "multihop"]);
+    expect(byKind.multihop).toMatchObject({ tasks: 2, pass1: 0.5, avgK: 0.25 });
+    expect(byKind.comparison).toMatchObject({ tasks: 1, pass1: 0, avgK: 0 });
   });
 });
 

@@ -43,10 +43,26 @@ export interface SuccessMetrics {
 
 const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 
-export function successMetrics(results: readonly TaskSamples[]): SuccessMetrics {
-  const scored = results
+/** Each task with its scorer-error samples dropped; tasks left with none are dropped too. */
+const scoredTasks = (results: readonly TaskSamples[]): TaskSamples[] =>
+  results
     .map((r) => ({ ...r, samples: r.samples.filter((s) => s.error === null) }))
     .filter((r) => r.samples.length > 0);
+
+/** A task's avg@k: the fraction of its samples that are correct. */
+const correctFraction = (samples: readonly ScoredSample[]) =>
+  samples.filter((s) => s.correct).length / samples.length;
+
+/**
+ * avg@k of each task, by id, scorer errors left out (a task with only errors has no score): what
+ * two runs on the same tasks are paired on (`pairedDifference`).
+ */
+export function taskScores(results: readonly TaskSamples[]): Record<string, number> {
+  return Object.fromEntries(scoredTasks(results).map((r) => [r.taskId, correctFraction(r.samples)]));
+}
+
+export function successMetrics(results: readonly TaskSamples[]): SuccessMetrics {
+  const scored = scoredTasks(results);
   const k = scored.length ? Math.min(...scored.map((r) => r.samples.length)) : 0;
   const best = (samples: ScoredSample[]) =>
     samples.reduce((a, b) => ((b.selfScore ?? -1) > (a.selfScore ?? -1) ? b : a));
@@ -55,11 +71,22 @@ export function successMetrics(results: readonly TaskSamples[]): SuccessMetrics 
     scorerErrorTasks: results.length - scored.length,
     scorerErrors: results.reduce((n, r) => n + r.samples.filter((s) => s.error !== null).length, 0),
     pass1: mean(scored.map((r) => (r.samples[0]!.correct ? 1 : 0))),
-    avgK: mean(scored.map((r) => r.samples.filter((s) => s.correct).length / r.samples.length)),
+    avgK: mean(scored.map((r) => correctFraction(r.samples))),
     passK: mean(scored.map((r) => passAtK(r.samples.length, r.samples.filter((s) => s.correct).length, k))),
     bestOfKBySelfScore: mean(scored.map((r) => (best(r.samples).correct ? 1 : 0))),
     k,
   };
+}
+
+/** successMetrics over each kind's tasks (multihop, comparison, …), by kind. */
+export function successByKind(
+  results: readonly (TaskSamples & { kind: string })[],
+): Record<string, SuccessMetrics> {
+  const groups = new Map<string, TaskSamples[]>();
+  for (const r of results) groups.set(r.kind, [...(groups.get(r.kind) ?? []), r]);
+  return Object.fromEntries(
+    [...groups].sort(([a], [b]) => a.localeCompare(b)).map(([kind, tasks]) => [kind, successMetrics(tasks)]),
+  );
 }
 
 /** What one episode cost, for a CoA model and a multi-agent system alike. */

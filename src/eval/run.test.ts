@@ -81,6 +81,47 @@ describe("evaluate", () => {
     expect(first.meta.eval).toMatchObject({ scorer: expect.any(String), error: null });
   });
 
+  it("splits success by task kind, keeps each task's avg@k, and measures copying on world tasks", async () => {
+    const lookup = (subject: string | { ref: number }, attr: string) => ({
+      op: "lookup",
+      subject,
+      type: "city",
+      attr,
+    });
+    const world: Task[] = [
+      {
+        ...tasks[0]!,
+        // A chain: the second lookup is about the city the first one finds.
+        meta: {
+          supportingDocs: ["wiki/Orla", "wiki/Denmoor"],
+          plan: { steps: [lookup("Orla", "capital"), lookup({ ref: 0 }, "population")] },
+        },
+      },
+      {
+        ...tasks[1]!,
+        kind: "comparison",
+        meta: {
+          supportingDocs: ["wiki/Corvel", "wiki/Tamsin"],
+          plan: { steps: [lookup("Corvel", "founded"), lookup("Tamsin", "founded")] },
+        },
+      },
+    ];
+    const summary = await evaluate({
+      model: scripted(),
+      tools: new Map([["wiki_search" as const, search]]),
+      tasks: world,
+      profile: "all",
+      k: 2,
+      outDir: await mkdtemp(path.join(tmpdir(), "coa-eval-")),
+    });
+    expect(summary.byKind.multihop).toMatchObject({ tasks: 1, pass1: 1, avgK: 1 });
+    expect(summary.byKind.comparison).toMatchObject({ tasks: 1, pass1: 0, avgK: 0 });
+    expect(summary.taskScores).toEqual({ a: 1, b: 0 });
+    // Both first searches name the question's entity; no episode makes the second lookup.
+    expect(summary.copy.entity).toEqual({ episodes: 4, copied: 4, rate: 1 });
+    expect(summary.copy.value).toEqual({ episodes: 2, copied: 0, rate: 0 });
+  });
+
   it("resumes: samples already on disk are not run again, and a torn last line is repaired", async () => {
     const outDir = await mkdtemp(path.join(tmpdir(), "coa-eval-"));
     const opts = {

@@ -4,17 +4,20 @@ import { z } from "zod";
 import type { ModelClient } from "../model/index.js";
 import { completionIds, type ProfileName, parseCoa, type ToolTag, Trajectory } from "../protocol/index.js";
 import { type ScoreContext, scoreTask } from "../rewards/index.js";
-import { type Budget, runAgent, type Sampling } from "../runtime/index.js";
+import { type Budget, ranToolCalls, runAgent, type Sampling } from "../runtime/index.js";
 import { hashString, type Task } from "../tasks/index.js";
 import type { Tool } from "../tools/index.js";
 import { appendJsonl, readJsonlTolerant, repairJsonlTail } from "../util/index.js";
+import { type CopyAccuracy, type CopyEpisode, copyAccuracy, copyTargets } from "./copy.js";
 import { trajectoryCost } from "./costs.js";
 import {
   type CostSummary,
   costSummary,
   type SuccessMetrics,
+  successByKind,
   successMetrics,
   type TaskSamples,
+  taskScores,
 } from "./metrics.js";
 
 /** What eval records about one sample, kept in Trajectory.meta.eval. */
@@ -56,6 +59,12 @@ export interface EvalSummary {
   model: string;
   profile: ProfileName;
   success: SuccessMetrics;
+  /** Success of each task kind (`task.kind`), with its own task count. */
+  byKind: Record<string, SuccessMetrics>;
+  /** avg@k of each task by id: what `pairedDifference` pairs two runs on. */
+  taskScores: Record<string, number>;
+  /** World tasks: names copied verbatim into the first and second tool calls (src/eval/copy.ts). */
+  copy: CopyAccuracy;
   cost: CostSummary;
   formatErrorRate: number;
   finishReasons: Record<string, number>;
@@ -135,11 +144,26 @@ export async function evaluate(opts: EvalOptions): Promise<EvalSummary> {
   return summarizeEval(records, opts);
 }
 
-function summarizeEval(records: EvalTrajectory[], opts: EvalOptions): EvalSummary {
-  const byTask = new Map<string, TaskSamples>();
+/** Each episode's copy targets and the arguments of the (at most two) tool calls they are checked in. */
+async function copyEpisodes(records: EvalTrajectory[], opts: EvalOptions): Promise<CopyEpisode[]> {
+  const tasks = new Map(opts.tasks.map((t) => [t.id, t]));
+  const out: CopyEpisode[] = [];
+  for (const t of records) {
+    const task = tasks.get(t.taskId ?? "");
+    const targets = task ? copyTargets(task) : null;
+    if (!targets || (targets.entity === null && targets.value === null)) continue;
+    const calls = await ranToolCalls(t, (ids) => opts.model.detokenize(ids), 2);
+    out.push({ targets, toolArgs: calls.map((c) => c.args) });
+  }
+  return out;
+}
+
+async function summarizeEval(records: EvalTrajectory[], opts: EvalOptions): Promise<EvalSummary> {
+  const kinds = new Map<string, string>(opts.tasks.map((t) => [t.id, t.kind]));
+  const byTask = new Map<string, TaskSamples & { kind: string }>();
   for (const t of records) {
     const id = t.taskId ?? "";
-    const entry = byTask.get(id) ?? { taskId: id, samples: [] };
+    const entry = byTask.get(id) ?? { taskId: id, kind: kinds.get(id) ?? "unknown", samples: [] };
     entry.samples.push({
       correct: t.meta.eval.correct,
       error: t.meta.eval.error,
@@ -154,6 +178,9 @@ function summarizeEval(records: EvalTrajectory[], opts: EvalOptions): EvalSummar
     model: opts.model.name,
     profile: opts.profile,
     success: successMetrics([...byTask.values()]),
+    byKind: successByKind([...byTask.values()]),
+    taskScores: taskScores([...byTask.values()]),
+    copy: copyAccuracy(await copyEpisodes(records, opts)),
     cost: costSummary(records.map((t) => trajectoryCost(t, t.meta.eval.correct))),
     formatErrorRate: records.length ? withFormatErrors / records.length : 0,
     finishReasons,

@@ -51,6 +51,8 @@ export const FormatErrorKind = z.enum([
   "model_wrote_observation",
   "disabled_tag",
   "bad_transition",
+  /** The runtime's: a budget ended the episode while the model was still writing a turn. */
+  "truncated_turn",
 ]);
 export type FormatErrorKind = z.infer<typeof FormatErrorKind>;
 

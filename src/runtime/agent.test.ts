@@ -186,6 +186,7 @@ describe("runAgent: budgets", () => {
     const traj = await done;
     expect(traj).toMatchObject({ finishReason: "max_turns", answer: null });
     expect(traj.stats.turns).toBe(2);
+    expect(traj.stats.formatErrors).toBe(0); // every turn stopped: nothing was cut
     expectTokenExact(traj, model);
   });
 
@@ -221,6 +222,49 @@ describe("runAgent: budgets", () => {
     expect(model.requests[1]!.promptIds).toHaveLength(traj.promptIds.length + 12);
     expect(trajectoryText(traj, bytes).completion).toBe(answer);
     expect(traj.segments.every((s) => s.source === "model")).toBe(true);
+  });
+
+  it("counts a turn cut by maxTokens as a truncated_turn, with the cut text's own errors", async () => {
+    const prompt = bytes.encode(renderPrompt({ profile: "web", question: "q" })).length;
+    const { model, events, done } = run([`<think>${"the ".repeat(500)}`], {
+      question: "q",
+      budget: { maxTokens: prompt + 40 },
+    });
+    const traj = await done;
+    expect(traj).toMatchObject({ finishReason: "max_tokens", answer: null });
+    const cut = { start: 0, end: trajectoryText(traj, bytes).completion.length };
+    expect(traj.meta.formatErrors).toEqual([
+      { kind: "truncated_turn", message: expect.stringContaining("max_tokens"), span: cut },
+      { kind: "unclosed_tag", message: expect.any(String), span: cut },
+    ]);
+    expect(traj.stats.formatErrors).toBe(2);
+    const reported = events.filter((e) => e.type === "format_error");
+    expect(reported).toMatchObject([{ turn: 1, total: 2 }]);
+    expectTokenExact(traj, model);
+  });
+
+  it("counts a turn still being continued when maxTurns ends the episode, spanning only that turn", async () => {
+    const search = "<think>Search.</think>\n<web_search>Freedonia</web_search>";
+    const loop = "the ".repeat(20);
+    const { model, done } = run([search, loop, loop], {
+      budget: { maxTurns: 3 },
+      sampling: { maxTokensPerTurn: 64 },
+    });
+    const traj = await done;
+    expect(traj.finishReason).toBe("max_turns");
+    const calls = traj.meta.calls as { finishReason: string; action: string }[];
+    expect(calls.map((c) => [c.finishReason, c.action])).toEqual([
+      ["stop", "tool"],
+      ["length", "continue"],
+      ["length", "continue"],
+    ]);
+    const completion = trajectoryText(traj, bytes).completion;
+    const cutAt = completion.indexOf("the ");
+    const errors = traj.meta.formatErrors as { kind: string; span: { start: number; end: number } }[];
+    expect(errors.map((e) => e.kind)).toEqual(["truncated_turn", "stray_text"]);
+    expect(errors[0]!.span).toEqual({ start: cutAt, end: completion.length });
+    expect(completion.slice(cutAt)).toBe("the ".repeat(32)); // two calls of 64 tokens
+    expectTokenExact(traj, model);
   });
 
   it("stops at maxTimeMs while the model is generating", async () => {

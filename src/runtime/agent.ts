@@ -35,7 +35,8 @@ const DEFAULT_MAX_OBSERVATION_CHARS = 3_000;
  * prompt ids, then model and tool segments exactly as produced, never re-tokenized.
  *
  * The prompt is tokenized once; every model call continues from the ids recorded so far. A call
- * that stops for length is continued by the next call; a turn is parsed when a call stops. A turn
+ * that stops for length is continued by the next call; a turn is parsed when a call stops (or when
+ * a budget ends the episode mid-turn: then it counts as a `truncated_turn` format error). A turn
  * with format errors is not acted on: the errors go back to the model as an observation.
  * Tool failures are observations too; only model errors (finish "model_error") and a caller's abort
  * (which rejects) end an episode early.
@@ -167,8 +168,11 @@ class Episode {
     return choice;
   }
 
-  /** Acts on a finished turn; returns the trajectory when the episode is over. */
-  private async endTurn(turn: number, record: CallRecord): Promise<Trajectory | undefined> {
+  /**
+   * Parses the pending turn and clears it: its steps, in completion coordinates, and its format
+   * errors from the parser and from the transition rules.
+   */
+  private parseTurn(turn: number): { start: number; steps: Step[]; errors: FormatError[] } {
     const start = this.pendingStart;
     const parsed = parseCoa(this.pending, { modelOutput: true });
     this.pending = "";
@@ -182,6 +186,12 @@ class Episode {
         (e) => e.span.start >= start,
       ),
     ].sort((a, b) => a.span.start - b.span.start);
+    return { start, steps, errors };
+  }
+
+  /** Acts on a finished turn; returns the trajectory when the episode is over. */
+  private async endTurn(turn: number, record: CallRecord): Promise<Trajectory | undefined> {
+    const { start, steps, errors } = this.parseTurn(turn);
 
     const answer = steps.find((s) => s.type === "answer");
     if (answer) {
@@ -305,10 +315,27 @@ class Episode {
 
   /** A budget ran out: the last suggested answer stands in for the answer when there is one. */
   private outOfBudget(reason: FinishReason): Trajectory {
+    if (this.pending) this.countTruncatedTurn(reason);
     const fallback = this.suggestions.at(-1);
     if (fallback === undefined) return this.finish(reason, null);
     this.meta.budgetExhausted = reason;
     return this.finish("fallback_suggested_answer", fallback);
+  }
+
+  /**
+   * A turn the budget cut before it stopped (the model was still writing, e.g. looping) is model
+   * output too: its errors count, plus one for the cut, so such an episode is not scored clean.
+   * Its steps are not acted on.
+   */
+  private countTruncatedTurn(reason: FinishReason): void {
+    const turn = this.stats.turns;
+    const { start, errors } = this.parseTurn(turn);
+    const cut: FormatError = {
+      kind: "truncated_turn",
+      message: `the turn was cut by the ${reason} budget before it stopped`,
+      span: { start, end: this.textLength },
+    };
+    this.countFormatErrors(turn, [cut, ...errors]);
   }
 
   private modelError(err: unknown): Trajectory {

@@ -1,3 +1,3 @@
 export { runAgent } from "./agent.js";
-export { trajectoryText } from "./text.js";
+export { ranToolCalls, trajectoryText } from "./text.js";
 export * from "./types.js";

@@ -2,7 +2,7 @@ import { mkdir, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
-import { type EvalSummary, evaluate } from "../../eval/index.js";
+import { type CopyRate, type EvalSummary, evaluate } from "../../eval/index.js";
 import { openModel, saveTokenizerOf, TOKENIZER_FILE } from "../../model/index.js";
 import { ProfileName } from "../../protocol/index.js";
 import { DEFAULT_SAMPLING } from "../../runtime/index.js";
@@ -39,12 +39,24 @@ export const EvalFlags = z.object({
 export type EvalFlags = z.infer<typeof EvalFlags>;
 
 const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+const rate = (r: CopyRate) => (r.rate === null ? "–" : `${pct(r.rate)} (${r.copied} of ${r.episodes})`);
 
 export function formatEvalSummary(s: EvalSummary): string {
   const c = s.cost;
+  const kinds = Object.entries(s.byKind);
   return [
     `model ${s.model} · profile ${s.profile} · ${s.success.tasks} tasks × k=${s.success.k}`,
     `pass@1 ${pct(s.success.pass1)} · avg@k ${pct(s.success.avgK)} · pass@k ${pct(s.success.passK)} · best-of-k by self score ${pct(s.success.bestOfKBySelfScore)}`,
+    ...(kinds.length > 1
+      ? [
+          `by kind: ${kinds.map(([kind, m]) => `${kind} ${pct(m.pass1)} of ${m.tasks} (avg@k ${pct(m.avgK)})`).join(" · ")}`,
+        ]
+      : []),
+    ...(s.copy.entity.episodes || s.copy.value.episodes
+      ? [
+          `copy accuracy: the question's entity in the first tool call ${rate(s.copy.entity)} · the first lookup's value in the second ${rate(s.copy.value)}`,
+        ]
+      : []),
     `tokens/task ${c.billedTokensPerTask.toFixed(0)} billed, ${c.processedTokensPerTask.toFixed(0)} with a prefix cache · per solved task ${c.billedTokensPerSolvedTask?.toFixed(0) ?? "–"} billed, ${c.processedTokensPerSolvedTask?.toFixed(0) ?? "–"} cached · generated ${c.generatedTokensPerTask.toFixed(0)} · observations ${c.observationTokensPerTask.toFixed(0)}`,
     `model calls/task ${c.modelCallsPerTask.toFixed(2)} · tool calls/task ${c.toolCallsPerTask.toFixed(2)} · format-error rate ${pct(s.formatErrorRate)} · ${(c.wallMsPerTask / 1000).toFixed(2)} s/task`,
     `finish: ${Object.entries(s.finishReasons)
@@ -102,7 +114,7 @@ export function register(program: Command): void {
   program
     .command("eval")
     .description(
-      "run a model through the runtime on a task set, k samples each: pass@1, avg@k, pass@k, best-of-k, token and tool costs (resumable)",
+      "run a model through the runtime on a task set, k samples each: pass@1, avg@k, pass@k, best-of-k (overall and per task kind), copy accuracy on world tasks, token and tool costs (resumable)",
     )
     .requiredOption("--model <spec>", "http(s) base URL, or engine:<preset|checkpoint-dir>")
     .requiredOption("--tasks <path>", "task file (JSONL, verl parquet, …) or a world folder")

@@ -45,23 +45,25 @@ const episode = (solved: boolean) => ({
   solved,
 });
 
-const evalSummary = (pass1: number): EvalSummary => ({
-  model: "coa-tiny",
-  profile: "all",
-  success: {
-    tasks: 2,
-    scorerErrorTasks: 0,
-    scorerErrors: 0,
-    pass1,
-    avgK: pass1,
-    passK: pass1,
-    bestOfKBySelfScore: pass1,
-    k: 1,
-  },
-  cost: costSummary([episode(pass1 > 0), episode(false)]),
-  formatErrorRate: 0.5,
-  finishReasons: { answer: 2 },
-});
+/** A k=1 summary of two tasks, t1 (multihop) and t2 (comparison), with the given per-task scores. */
+const evalSummary = (t1: number, t2 = 0): EvalSummary => {
+  const success = (scores: number[]) => {
+    const pass1 = scores.reduce((a, b) => a + b, 0) / scores.length;
+    const rates = { pass1, avgK: pass1, passK: pass1, bestOfKBySelfScore: pass1 };
+    return { tasks: scores.length, scorerErrorTasks: 0, scorerErrors: 0, ...rates, k: 1 };
+  };
+  return {
+    model: "coa-tiny",
+    profile: "all",
+    success: success([t1, t2]),
+    byKind: { comparison: success([t2]), multihop: success([t1]) },
+    taskScores: { t1, t2 },
+    copy: { entity: { episodes: 2, copied: 1, rate: 0.5 }, value: { episodes: 1, copied: 0, rate: 0 } },
+    cost: costSummary([episode(t1 > 0), episode(t2 > 0)]),
+    formatErrorRate: 0.5,
+    finishReasons: { answer: 2 },
+  };
+};
 
 const trace = (taskId: string, reward: number): MasTrace => ({
   version: 1,
@@ -97,8 +99,8 @@ describe("demo report", () => {
       path.join(out, "teach-test", "traces.jsonl"),
       `${JSON.stringify(trace("t1", 1))}\n${JSON.stringify(trace("t2", 1))}\n`,
     );
-    await writeFile(path.join(out, "eval-sft", "summary.json"), JSON.stringify(evalSummary(0.5)));
-    await writeFile(path.join(out, "eval-rl", "summary.json"), JSON.stringify(evalSummary(0.5)));
+    await writeFile(path.join(out, "eval-sft", "summary.json"), JSON.stringify(evalSummary(1)));
+    await writeFile(path.join(out, "eval-rl", "summary.json"), JSON.stringify(evalSummary(1)));
     const guessed = sampleTrajectory("What was the occupation of Ada Brand?", [
       { steps: [{ type: "answer", text: "geologist" }] },
     ]);
@@ -128,11 +130,43 @@ describe("demo report", () => {
       "AFM-RL vs the teacher MAS: 80.0% fewer as billed (target ≥ 80%; the paper reports 84.6%); 76.0% fewer when both sides reuse a prefix cache.",
     );
     expect(markdown).toContain(`counted with the student model's tokenizer (\`${bpe.name}\`)`);
+    expect(markdown).toContain(
+      "RL's paired gain over SFT (avg@1 per task, on the same 2 test tasks): **+0.0 points** (95% CI +0.0 to +0.0 points); the interval includes 0, so no gain is shown. Target ≥ +5 points with the interval above 0: **not reached**.",
+    );
+    expect(markdown).toContain("| task kind | Teacher MAS (pass@1) | AFM-SFT (pass@1) | AFM-RL (pass@1) |");
+    expect(markdown).toContain("| comparison | – | 0.0% of 1 | 0.0% of 1 |");
+    expect(markdown).toContain("| multihop | 100.0% of 2 | 100.0% of 1 | 100.0% of 1 |");
+    expect(markdown).toContain("| AFM-SFT (tiny) | 50.0% (1 of 2) | 0.0% (0 of 1) |");
     expect(markdown).toContain("| parse | 3 | 2 | schema 1 |");
     expect(markdown).toContain("(SFT loss (train and held-out): no plot was written)");
     expect(await readFile(path.join(out, "report.html"), "utf8")).toContain(
       "<h2>Results on the test split</h2>",
     );
+  });
+
+  it("claims an RL gain only when the paired interval excludes 0, and says what an old summary lacks", async () => {
+    const out = await mkdtemp(path.join(tmpdir(), "coa-demo-"));
+    for (const dir of ["teach-test", "eval-sft", "eval-rl", "data"]) await mkdir(path.join(out, dir));
+    await writeFile(path.join(out, "teach-test", "traces.jsonl"), `${JSON.stringify(trace("t1", 1))}\n`);
+    const tasks = Array.from({ length: 20 }, (_, i) => `t${i}`);
+    const sft = { ...evalSummary(0), taskScores: Object.fromEntries(tasks.map((t) => [t, 0])) };
+    const rl = { ...evalSummary(1), taskScores: Object.fromEntries(tasks.map((t, i) => [t, i % 4 ? 1 : 0])) };
+    await writeFile(path.join(out, "eval-sft", "summary.json"), JSON.stringify(sft));
+    await writeFile(path.join(out, "eval-rl", "summary.json"), JSON.stringify(rl));
+    const { markdown } = await writeDemoReport(out, DEMO_PRESETS.quick, []);
+    expect(markdown).toContain("AFM-RL beats AFM-SFT on test success");
+    expect(markdown).toMatch(
+      /\*\*\+75\.0 points\*\* \(95% CI \+5\d\.\d to \+9\d\.\d points\); the interval excludes 0/,
+    );
+    expect(markdown).toContain("with the interval above 0: reached.");
+
+    const { byKind: _k, taskScores: _s, copy: _c, ...old } = sft;
+    await writeFile(path.join(out, "eval-sft", "summary.json"), JSON.stringify(old));
+    const stale = (await writeDemoReport(out, DEMO_PRESETS.quick, [])).markdown;
+    expect(stale).toContain(
+      "RL's paired gain over SFT: per-task scores (not in this summary.json: rerun `coa eval`",
+    );
+    expect(stale).toContain("| AFM-SFT (tiny) | (not in this summary.json");
   });
 });
 

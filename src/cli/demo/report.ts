@@ -2,15 +2,20 @@ import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import {
+  type CopyRate,
   type CostSummary,
   costSummary,
   type EvalSummary,
   masTraceCost,
+  type PairedDifference,
+  pairedDifference,
   type Report,
   type ReportBlock,
   reduction,
   reportHtml,
   reportMarkdown,
+  type SuccessMetrics,
+  successByKind,
   trajectoryCostIn,
 } from "../../eval/index.js";
 import { ByteTokenizer, readTokenizerFile, TOKENIZER_FILE, type Tokenizer } from "../../model/index.js";
@@ -70,6 +75,53 @@ function resultsTable(rows: SystemRow[]): ReportBlock {
       r.formatErrorRate === null ? "–" : pct(r.formatErrorRate),
     ]),
   };
+}
+
+/** A summary.json written before these fields existed lacks them; the report then says so. */
+type SummaryFile = Omit<EvalSummary, "byKind" | "taskScores" | "copy"> &
+  Partial<Pick<EvalSummary, "byKind" | "taskScores" | "copy">>;
+
+const RERUN = "(not in this summary.json: rerun `coa eval` to add it)";
+
+/** Success of each system on each task kind, of how many tasks: pass@1, and avg@k too when k > 1. */
+function kindsTable(
+  systems: { name: string; byKind?: Record<string, SuccessMetrics> }[],
+  k: number,
+): ReportBlock {
+  const kinds = [...new Set(systems.flatMap((s) => Object.keys(s.byKind ?? {})))].sort();
+  const cell = (m: SuccessMetrics | undefined) =>
+    m === undefined ? "–" : `${k > 1 ? `${pct(m.pass1)} / ${pct(m.avgK)}` : pct(m.pass1)} of ${m.tasks}`;
+  return {
+    kind: "table",
+    header: ["task kind", ...systems.map((s) => `${s.name} (${k > 1 ? "pass@1 / avg@k" : "pass@1"})`)],
+    rows: kinds.map((kind) => [kind, ...systems.map((s) => cell(s.byKind?.[kind]))]),
+  };
+}
+
+const copyCell = (r: CopyRate | undefined) =>
+  r === undefined ? RERUN : r.rate === null ? "–" : `${pct(r.rate)} (${r.copied} of ${r.episodes})`;
+
+/** A difference of success rates in points, signed: "+2.0", "−1.5". */
+const points = (x: number) => `${x < 0 ? "−" : "+"}${Math.abs(100 * x).toFixed(1)}`;
+
+/** RL's gain over SFT, task by task, and whether its interval tells it apart from noise. */
+function pairedGain(d: PairedDifference | null, k: number): string {
+  if (d === null) return `RL's paired gain over SFT: per-task scores ${RERUN}.`;
+  if (d.mean === null) return "RL's paired gain over SFT: the two evaluations share no task.";
+  const interval =
+    d.low === null || d.high === null
+      ? "too few tasks for an interval"
+      : `95% CI ${points(d.low)} to ${points(d.high)} points`;
+  const verdict =
+    d.low === null
+      ? ""
+      : d.low > 0
+        ? "; the interval excludes 0, so RL's gain is more than noise"
+        : d.high! < 0
+          ? "; the interval is below 0: RL made the model worse"
+          : "; the interval includes 0, so no gain is shown";
+  const target = d.low !== null && d.low > 0 && d.mean >= 0.05 ? "reached" : "**not reached**";
+  return `RL's paired gain over SFT (avg@${k} per task, on the same ${d.tasks} test tasks): **${points(d.mean)} points** (${interval})${verdict}. Target ≥ +5 points with the interval above 0: ${target}.`;
 }
 
 /** Three trajectories that show the model at work: a solved one, a failed one, and the longest. */
@@ -153,9 +205,18 @@ export async function writeDemoReport(
   const tokenizer = await readTokenizerFile(at("data", TOKENIZER_FILE)).catch(() => bytes);
   const count = (s: string) => tokenizer.encode(s).length;
   const traces = (await readJsonlTolerant(at("teach-test", "traces.jsonl"), MasTrace)).records;
-  const teacherCost = costSummary(traces.map((t) => masTraceCost(t, count)));
-  const sft = (await readJson(at("eval-sft", "summary.json"))) as EvalSummary;
-  const rl = (await readJson(at("eval-rl", "summary.json"))) as EvalSummary;
+  const teacherEpisodes = traces.map((t) => masTraceCost(t, count));
+  const teacherCost = costSummary(teacherEpisodes);
+  const teacherByKind = successByKind(
+    traces.map((t, i) => ({
+      taskId: t.taskId,
+      kind: t.taskKind,
+      samples: [{ correct: teacherEpisodes[i]!.solved, error: null, selfScore: null }],
+    })),
+  );
+  const sft = (await readJson(at("eval-sft", "summary.json"))) as SummaryFile;
+  const rl = (await readJson(at("eval-rl", "summary.json"))) as SummaryFile;
+  const gain = sft.taskScores && rl.taskScores ? pairedDifference(rl.taskScores, sft.taskScores) : null;
   const rlEpisodes = (await readJsonlTolerant(at("eval-rl", "trajectories.jsonl"), Trajectory)).records;
   const rows: SystemRow[] = [
     {
@@ -197,13 +258,15 @@ export async function writeDemoReport(
   ];
 
   const findings: string[] = [];
-  const rlBeats = rl.success.pass1 > sft.success.pass1;
+  // Beating means a paired interval above 0, not a higher point estimate that noise could give.
+  const rlBeats = gain ? gain.low !== null && gain.low > 0 : rl.success.pass1 > sft.success.pass1;
   findings.push(
     (rlBeats
       ? `AFM-RL beats AFM-SFT on test success (${pct(rl.success.pass1)} vs ${pct(sft.success.pass1)}).`
       : `AFM-RL does **not** beat AFM-SFT on test success here (${pct(rl.success.pass1)} vs ${pct(sft.success.pass1)}).${await rlSignal(at("rl", "metrics.jsonl"))}`) +
       fewSolved(rlEpisodes, "AFM-RL"),
   );
+  findings.push(pairedGain(gain, sft.success.k));
   const best = [rl, sft].find((s) => s.cost.billedTokensPerSolvedTask !== null);
   if (best && teacherCost.billedTokensPerSolvedTask !== null) {
     const cut = reduction(best.cost.billedTokensPerSolvedTask!, teacherCost.billedTokensPerSolvedTask);
@@ -233,6 +296,43 @@ export async function writeDemoReport(
           },
           resultsTable(rows),
           { kind: "text", text: findings.join("\n\n") },
+        ],
+      },
+      {
+        title: "Success per task kind",
+        blocks: [
+          kindsTable(
+            [
+              { name: "Teacher MAS", byKind: teacherByKind },
+              { name: "AFM-SFT", byKind: sft.byKind },
+              { name: "AFM-RL", byKind: rl.byKind },
+            ],
+            sft.success.k,
+          ),
+          ...(sft.byKind && rl.byKind
+            ? []
+            : [{ kind: "text" as const, text: `Per-kind success of a model ${RERUN}.` }]),
+        ],
+      },
+      {
+        title: "Copy accuracy",
+        blocks: [
+          {
+            kind: "text",
+            text: "Whether the model copies names it never saw in training into its tool calls, verbatim: the entity the question names into its first tool call, and, on tasks whose second lookup is about what the first one found (e.g. the birthplace of a person, then that city's country), the found name into its second tool call. An episode without that call counts as a miss.",
+          },
+          {
+            kind: "table",
+            header: [
+              "system",
+              "question's entity → first tool call",
+              "first lookup's value → second tool call",
+            ],
+            rows: [
+              [`AFM-SFT (${preset.modelPreset})`, copyCell(sft.copy?.entity), copyCell(sft.copy?.value)],
+              [`AFM-RL (${preset.modelPreset})`, copyCell(rl.copy?.entity), copyCell(rl.copy?.value)],
+            ],
+          },
         ],
       },
       {
