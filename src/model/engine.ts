@@ -66,6 +66,7 @@ const defaultLog = (line: string) => process.stderr.write(`[engine] ${line}\n`);
 export class Engine implements ModelClient {
   readonly name: string;
   readonly tokenizer: string;
+  readonly contextLength: number;
   /** The served vocabulary in TypeScript, when it is coa's own (null for a Hugging Face model). */
   readonly localTokenizer: Tokenizer | null;
   private readonly client: OpenAICompatibleClient;
@@ -81,6 +82,7 @@ export class Engine implements ModelClient {
   ) {
     this.name = startInfo.model;
     this.tokenizer = startInfo.tokenizer.name;
+    this.contextLength = startInfo.max_model_len;
     const local = spec ? tokenizerFromSpec(spec, `${url}/tokenizer`) : null;
     this.localTokenizer =
       local?.name === this.tokenizer && local.vocabSize === startInfo.tokenizer.vocab_size ? local : null;

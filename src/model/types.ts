@@ -65,6 +65,11 @@ export interface ModelClient {
   readonly name: string;
   /** Identifies the vocabulary of returned ids (see Trajectory.tokenizer). */
   readonly tokenizer: string;
+  /**
+   * Tokens the model can attend to (prompt plus completion), where the client knows it: an episode
+   * stops at this length as at a token budget rather than sending a request the server must refuse.
+   */
+  readonly contextLength?: number;
   complete(request: CompletionRequest, options?: CallOptions): Promise<CompletionResult>;
   tokenize(text: string, options?: CallOptions): Promise<number[]>;
   detokenize(ids: readonly number[], options?: CallOptions): Promise<string>;

@@ -202,6 +202,16 @@ describe("runAgent: budgets", () => {
     expect(traj.promptIds.length + completionIds(traj).length).toBe(prompt + 40);
   });
 
+  it("treats the model's context length as a token budget, so a full context ends as max_tokens, not a refused request", async () => {
+    const prompt = bytes.encode(renderPrompt({ profile: "web", question: "q" })).length;
+    const model = Object.assign(new ScriptedModel([`<think>${"x".repeat(500)}`]), {
+      contextLength: prompt + 30,
+    });
+    const traj = await runAgent({ model, tools: new Map(), profile: "web", question: "q" });
+    expect(traj.finishReason).toBe("max_tokens");
+    expect(model.requests[0]!.maxTokens).toBe(30);
+  });
+
   it("continues a call that stopped for length, then parses the joined turn", async () => {
     const answer = "<think>Known.</think>\n<answer>Fredville</answer>";
     const prompt = renderPrompt({ profile: "web", question: "q" });

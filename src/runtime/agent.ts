@@ -72,7 +72,9 @@ class Episode {
   private readonly stats: TrajectoryStats = emptyTrajectoryStats();
 
   constructor(private readonly opts: RunOptions) {
-    this.budget = withDefaults(DEFAULT_BUDGET, opts.budget);
+    const budget = withDefaults(DEFAULT_BUDGET, opts.budget);
+    const context = opts.model.contextLength;
+    this.budget = context ? { ...budget, maxTokens: Math.min(budget.maxTokens, context) } : budget;
     this.sampling = withDefaults(DEFAULT_SAMPLING, opts.sampling);
     this.stops = stopSequences(opts.profile);
     this.tools = new ToolCaller(opts.tools);
