@@ -1,6 +1,6 @@
 import { readdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { tokenizerFromSpec } from "./bpe-tokenizer.js";
+import { type TrainBpeOptions, tokenizerFromSpec } from "./bpe-tokenizer.js";
 import { BYTE_TOKENIZER_NAME, ByteTokenizer, type Tokenizer, TokenizerSpec } from "./byte-tokenizer.js";
 import { Engine } from "./engine.js";
 import type { ModelClient } from "./types.js";
@@ -26,6 +26,20 @@ export async function readTokenizerFile(file: string): Promise<Tokenizer> {
     throw new Error(`${file}: field ${issue.path.join(".") || "(root)"}: ${issue.message}`);
   }
   return tokenizerFromSpec(parsed.data, file);
+}
+
+/**
+ * A `--tokenizer` value: a tokenizer file, or `bpe:<vocabulary size>`, which asks the caller to learn
+ * a BPE of that size from its own text (`trainBpe`).
+ */
+export async function tokenizerFlag(flag: string): Promise<Tokenizer | { train: TrainBpeOptions }> {
+  const bpe = /^bpe:(\d+)$/.exec(flag);
+  if (!bpe) return readTokenizerFile(flag);
+  const vocabSize = Number(bpe[1]);
+  const least = new ByteTokenizer().vocabSize + 1;
+  if (vocabSize < least)
+    throw new Error(`--tokenizer ${flag}: the vocabulary needs at least ${least} tokens`);
+  return { train: { vocabSize } };
 }
 
 /** The tokenizer files in the folders of `files` (and in folders given directly), by name; bytes always. */

@@ -1,3 +1,11 @@
+export { PretrainConfig, type PretrainConfigInput } from "./pretrain/config.js";
+export { type CorpusSpec, type PretrainCorpus, pretrainCorpus } from "./pretrain/corpus.js";
+export { type PretrainData, type PretrainText, pretrainText } from "./pretrain/data.js";
+export { DOC_KINDS, DocKind, docText, type PretrainDoc, worldDocuments } from "./pretrain/drills.js";
+export type { Fertility } from "./pretrain/fertility.js";
+export { applyMix, Mix, parseMix } from "./pretrain/mix.js";
+export { pretrainTokenizer } from "./pretrain/tokenizer.js";
+export { type PretrainRunOptions, type PretrainSummary, runPretrain } from "./pretrain/trainer.js";
 export { type CurveSpec, writeCurvesReport } from "./report.js";
 export { groupAdvantages, isInformative, overlongPenalty } from "./rl/advantages.js";
 export { miniBatches, policySequence } from "./rl/batch.js";
@@ -36,4 +44,12 @@ export {
   toSftExample,
 } from "./sft/data.js";
 export { runSft, type SftRunOptions, SftState, type SftStepMetrics, type SftSummary } from "./sft/trainer.js";
+export {
+  type BatchSource,
+  heldOutLoss,
+  runStepLoop,
+  type StepLoopOptions,
+  type StepMetrics,
+  StepState,
+} from "./step-loop.js";
 export type { TrainerClient } from "./trainer-client.js";

@@ -9,7 +9,7 @@ import {
   loadDistillConfig,
   runDistill,
 } from "../../distill/index.js";
-import { ByteTokenizer, readTokenizerFile } from "../../model/index.js";
+import { tokenizerFlag } from "../../model/index.js";
 import { ProfileName } from "../../protocol/index.js";
 
 interface DistillFlags {
@@ -25,14 +25,7 @@ interface DistillFlags {
 
 /** `--tokenizer`: a tokenizer file, or `bpe:<vocab size>` to learn one from these traces. */
 async function tokenizerFrom(flag: string | undefined): Promise<DistillOptions["tokenizer"]> {
-  if (flag === undefined) return undefined;
-  const bpe = /^bpe:(\d+)$/.exec(flag);
-  if (!bpe) return readTokenizerFile(flag);
-  const vocabSize = Number(bpe[1]);
-  const least = new ByteTokenizer().vocabSize + 1;
-  if (vocabSize < least)
-    throw new Error(`--tokenizer ${flag}: the vocabulary needs at least ${least} tokens`);
-  return { train: { vocabSize } };
+  return flag === undefined ? undefined : tokenizerFlag(flag);
 }
 
 function parseFormats(list: string): ExportFormat[] {

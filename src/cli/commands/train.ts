@@ -1,18 +1,25 @@
-import { readFile, stat } from "node:fs/promises";
+import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
-import { Engine, EnginePreset } from "../../model/index.js";
+import { Engine, EnginePreset, TOKENIZER_FILE } from "../../model/index.js";
 import { scoreTask } from "../../rewards/index.js";
-import { loadTasks } from "../../tasks/index.js";
+import { loadTasks, parseSeeds, WorldSize } from "../../tasks/index.js";
 import { createToolset } from "../../tools/index.js";
 import {
   agentEpisodes,
   Checkpoints,
   dataTokenizerFile,
+  type Fertility,
+  PretrainConfig,
+  type PretrainConfigInput,
+  parseMix,
+  pretrainCorpus,
+  pretrainTokenizer,
   RlConfig,
   type RlConfigInput,
   resolveTrajectoryFile,
+  runPretrain,
   runRl,
   runSft,
   SftConfig,
@@ -36,6 +43,30 @@ const SftFlags = z.object({
   config: z.string().optional(),
   steps: Int.optional(),
   epochs: Int.optional(),
+  lr: Num.optional(),
+  batchTokens: Int.optional(),
+  maxLength: Int.optional(),
+  evalEvery: Int.optional(),
+  checkpointEvery: Int.optional(),
+  seed: Int.optional(),
+  threads: Int.optional(),
+});
+
+/** Flags of `coa train pretrain`; unset ones fall back to --config, then to PretrainConfig's defaults. */
+const PretrainFlags = z.object({
+  seeds: z.string().optional(),
+  excludeSeeds: z.string().optional(),
+  evalSeed: Int.optional(),
+  size: WorldSize.optional(),
+  maxHops: Int.optional(),
+  mix: z.string().optional(),
+  out: z.string(),
+  preset: EnginePreset,
+  from: z.string().optional(),
+  context: z.coerce.number().int().min(16).optional(),
+  tokenizer: z.string().optional(),
+  config: z.string().optional(),
+  steps: Int.optional(),
   lr: Num.optional(),
   batchTokens: Int.optional(),
   maxLength: Int.optional(),
@@ -114,7 +145,7 @@ async function taskSource(tasks: string, corpus: string | undefined) {
 export function register(program: Command): void {
   const train = program
     .command("train")
-    .description("train the agent model on the embedded engine: SFT, then RL");
+    .description("train the agent model on the embedded engine: pretraining, SFT, then RL");
 
   train
     .command("sft")
@@ -162,6 +193,117 @@ export function register(program: Command): void {
         bar.stop();
         process.stdout.write(
           `sft: ${summary.steps} steps, loss ${summary.lastLoss?.toFixed(4)}, eval ${summary.evalLoss?.toFixed(4) ?? "-"}; ${path.join(summary.runDir, "last")} -> ${summary.checkpoint}\n`,
+        );
+      } finally {
+        bar.stop();
+        await engine.close();
+      }
+    });
+
+  train
+    .command("pretrain")
+    .description(
+      "next-token pretraining of a base model on generated worlds' text (resumes from <out>/last when present)",
+    )
+    .option("--seeds <list>", "worlds to read, e.g. 101-124 or 101,102,110-119 (required unless in --config)")
+    .option("--exclude-seeds <list>", "seeds never read, e.g. the test world's (1)")
+    .option(
+      "--eval-seed <n>",
+      "held-out world of the eval losses (default: the last of --seeds, not trained on)",
+    )
+    .option("--size <size>", `world size (${WorldSize.options.join("|")}; default small)`)
+    .option("--max-hops <n>", "question difficulty of the worlds the drills follow (2-4; default 4)")
+    .option(
+      "--mix <kinds>",
+      "text kinds with optional weights: articles,pages,lookup,chain,facts (drills = the last three), e.g. articles,drills or articles:2,chain:0.5 (default: all, weight 1)",
+    )
+    .requiredOption("--out <dir>", "run folder")
+    .option("--preset <name>", `fresh model size (${EnginePreset.options.join("|")})`, "tiny")
+    .option("--from <checkpoint>", "continue pretraining this checkpoint (keeps its vocabulary and context)")
+    .option("--context <n>", "context length of a fresh --preset model (default: the preset's)")
+    .option(
+      "--tokenizer <bpe:N|file>",
+      "a fresh model's vocabulary: learn an N-token BPE from the training worlds, or a tokenizer file (default bpe:2048)",
+    )
+    .option("--config <json>", "a JSON file of PretrainConfig fields; flags override it")
+    .option("--steps <n>", "total optimizer steps (default 1000)")
+    .option("--lr <x>", "peak learning rate (default 1e-3)")
+    .option("--batch-tokens <n>", "tokens per step (default 4096)")
+    .option("--max-length <n>", "tokens per packed sequence (default: --context when given, else 1024)")
+    .option("--eval-every <n>", "held-out losses every n steps (0: off)")
+    .option("--checkpoint-every <n>", "checkpoint every n steps")
+    .option("--seed <n>", "data order and mix draws")
+    .option("--threads <n>", "engine threads")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  coa train pretrain --seeds 101-124 --exclude-seeds 1 --preset tiny --out runs/base --steps 1000\n  coa train sft --data runs/data --from runs/base/last --out runs/sft   # distill with --tokenizer runs/base/tokenizer.json",
+    )
+    .action(async (raw: Record<string, unknown>) => {
+      const f = parseFlags(PretrainFlags, raw);
+      const { preset, from, context, config: file, threads, seeds, excludeSeeds, mix, ...rest } = f;
+      if (from && f.tokenizer) throw new Error("--tokenizer: a --from checkpoint keeps its own vocabulary");
+      const fileConfig = await configFile(file);
+      const input = {
+        ...fileConfig,
+        ...defined({
+          ...rest,
+          seeds: seeds === undefined ? undefined : parseSeeds(seeds),
+          excludeSeeds: excludeSeeds === undefined ? undefined : parseSeeds(excludeSeeds),
+          mix: mix === undefined ? undefined : parseMix(mix),
+          maxLength: f.maxLength ?? (fileConfig.maxLength === undefined ? context : undefined),
+        }),
+      } as PretrainConfigInput;
+      if (input.seeds === undefined) throw new Error("--seeds: give the worlds to pretrain on, e.g. 101-124");
+      checkConfig(PretrainConfig, input);
+      const config = PretrainConfig.parse(input);
+      const out = path.resolve(config.out);
+      const { train: trainSeeds, eval: evalSeed } = config.worlds;
+      process.stderr.write(
+        `pretrain: ${trainSeeds.length} training worlds (${trainSeeds.join(",")}), held-out world ${evalSeed}, size ${config.size}\n`,
+      );
+      const corpus = pretrainCorpus(config);
+      const engine = await engineFor(out, from, preset, {
+        threads,
+        context,
+        tokenizer: async () => {
+          const tok = await pretrainTokenizer(config.tokenizer, corpus);
+          await mkdir(out, { recursive: true });
+          const tokFile = path.join(out, TOKENIZER_FILE);
+          await writeFile(tokFile, `${JSON.stringify(tok)}\n`);
+          return tokFile;
+        },
+      });
+      const bar = itemProgress("pretrain", { every: { items: 10 } });
+      try {
+        const tokenizer = engine.localTokenizer;
+        if (!tokenizer) throw new Error(`the engine's tokenizer ${engine.tokenizer} could not be read`);
+        const context = engine.startInfo.max_model_len;
+        if (config.maxLength > context)
+          throw new Error(
+            `--max-length ${config.maxLength} exceeds the model's context of ${context} tokens (a fresh preset takes --context)`,
+          );
+        const fert = (x: Fertility) =>
+          `${x.tokensPerChar.toFixed(3)} tokens/char, ${x.tokensPerName.toFixed(2)} tokens/name`;
+        const summary = await runPretrain(
+          input,
+          engine,
+          { tokenizer, corpus },
+          {
+            onData: (d) =>
+              process.stderr.write(
+                `pretrain: ${tokenizer.name} (${tokenizer.vocabSize} tokens): ${fert(d.fertility.train)} on the training worlds, ${fert(d.fertility.heldOut)} on the held-out world; one pass ${d.epoch.tokens} tokens = ${d.epoch.steps} steps\n`,
+              ),
+            onStep: (m, total) =>
+              bar.update(
+                m.step + 1,
+                total,
+                `loss ${m.loss.toFixed(4)}${m.eval_loss === undefined ? "" : ` eval ${m.eval_loss.toFixed(4)}`}${m.eval_copy_loss === undefined ? "" : ` copy ${m.eval_copy_loss.toFixed(4)}`} lr ${m.lr.toExponential(2)} ${Math.round(m.tokens_per_s)} tok/s`,
+              ),
+          },
+        );
+        bar.stop();
+        process.stdout.write(
+          `pretrain: ${summary.steps} steps, loss ${summary.lastLoss?.toFixed(4)}, held-out ${summary.evalLoss?.toFixed(4) ?? "-"}, copy ${summary.copyLoss?.toFixed(4) ?? "-"}; ${path.join(summary.runDir, "last")} -> ${summary.checkpoint}\n`,
         );
       } finally {
         bar.stop();

@@ -3,38 +3,20 @@ import path from "node:path";
 import { z } from "zod";
 import type { SftSequence } from "../../model/index.js";
 import { writeCurvesReport } from "../report.js";
-import { Checkpoints, MetricsLog, readJson, STATE_FILE, writeJsonAtomic } from "../run-folder.js";
-import { lrAt } from "../schedule.js";
+import { writeJsonAtomic } from "../run-folder.js";
+import { runStepLoop, type StepLoopOptions, type StepMetrics, StepState } from "../step-loop.js";
 import type { TrainerClient } from "../trainer-client.js";
 import { epochBatches, packInOrder, splitHoldout } from "./batches.js";
 import { SftConfig, type SftConfigInput } from "./config.js";
 import { type BadLine, loadSftData, resolveTrajectoryFile, type SftExample } from "./data.js";
 
 /** Where the data stream stands: the next step's epoch and batch index within that epoch. */
-export const SftState = z.object({
-  kind: z.literal("sft"),
-  step: z.number().int().nonnegative(),
-  epoch: z.number().int().nonnegative(),
-  batchIndex: z.number().int().nonnegative(),
-  totalSteps: z.number().int().positive(),
-});
+export const SftState = StepState.extend({ kind: z.literal("sft") });
 export type SftState = z.infer<typeof SftState>;
 
-export interface SftStepMetrics {
-  step: number;
-  epoch: number;
-  loss: number;
-  tokens: number;
-  sequences: number;
-  grad_norm: number;
-  lr: number;
-  tokens_per_s: number;
-  eval_loss?: number;
-}
+export type SftStepMetrics = StepMetrics;
 
-export interface SftRunOptions {
-  signal?: AbortSignal;
-  onStep?: (m: SftStepMetrics, totalSteps: number) => void;
+export interface SftRunOptions extends StepLoopOptions {
   onBadLine?: (bad: BadLine) => void;
 }
 
@@ -81,83 +63,33 @@ export async function runSft(
   );
   const evalBatches = packInOrder(split.eval, lengths, config.batchTokens);
 
-  const checkpoints = new Checkpoints(runDir, config.keepCheckpoints);
-  const metrics = new MetricsLog(path.join(runDir, "metrics.jsonl"));
-  let state: SftState;
-  let resumedFromStep: number | null = null;
-  const latest = await checkpoints.latest();
-  if (latest) {
-    state = await readJson(path.join(latest, STATE_FILE), SftState);
-    await client.loadCheckpoint(latest);
-    resumedFromStep = state.step;
-  } else {
-    const totalSteps =
-      config.steps ??
-      Array.from({ length: config.epochs }, (_, e) => batchesOf(e).length).reduce((a, b) => a + b);
-    state = { kind: "sft", step: 0, epoch: 0, batchIndex: 0, totalSteps };
-  }
-  await metrics.truncateFrom(state.step);
-  const schedule = {
-    lr: config.lr,
-    minLrRatio: config.minLrRatio,
-    totalSteps: state.totalSteps,
-    warmupSteps: Math.floor(config.warmupRatio * state.totalSteps),
-  };
-
-  const evalLoss = async (): Promise<number | null> => {
-    if (!evalBatches.length) return null;
-    let weighted = 0;
-    let tokens = 0;
-    for (const b of evalBatches) {
-      const r = await client.evalSft({ batch: b.map((i) => toSequence(data.examples[i])) });
-      weighted += r.loss * r.tokens;
-      tokens += r.tokens;
-    }
-    return tokens ? weighted / tokens : null;
-  };
-
-  let lastLoss: number | null = null;
-  let lastEval: number | null = null;
-  let checkpoint = latest ?? "";
-  while (state.step < state.totalSteps) {
-    opts.signal?.throwIfAborted();
-    let batches = batchesOf(state.epoch);
-    if (state.batchIndex >= batches.length) {
-      state = { ...state, epoch: state.epoch + 1, batchIndex: 0 };
-      batches = batchesOf(state.epoch);
-    }
-    const batch = batches[state.batchIndex].map((i) => toSequence(data.examples[i]));
-    const r = await client.trainSft({ batch, lr: lrAt(state.step, schedule) });
-    const m: SftStepMetrics = {
-      step: state.step,
-      epoch: state.epoch,
-      loss: r.loss,
-      tokens: r.tokens,
-      sequences: batch.length,
-      grad_norm: r.grad_norm,
-      lr: r.lr,
-      tokens_per_s: r.tokens_per_s,
-    };
-    lastLoss = r.loss;
-    state = { ...state, step: state.step + 1, batchIndex: state.batchIndex + 1 };
-    const last = state.step === state.totalSteps;
-    if (config.evalEvery > 0 && (state.step % config.evalEvery === 0 || last)) {
-      lastEval = await evalLoss();
-      if (lastEval !== null) m.eval_loss = lastEval;
-    }
-    await metrics.append({ ...m });
-    opts.onStep?.(m, state.totalSteps);
-    if (state.step % config.checkpointEvery === 0 || last) {
-      checkpoint = await checkpoints.save(client, state.step, state);
-    }
-  }
+  const loop = await runStepLoop(
+    {
+      kind: "sft",
+      runDir,
+      schedule: config,
+      totalSteps: () =>
+        config.steps ??
+        Array.from({ length: config.epochs }, (_, e) => batchesOf(e).length).reduce((a, b) => a + b),
+      batches: {
+        count: (epoch) => batchesOf(epoch).length,
+        at: (epoch, index) => batchesOf(epoch)[index].map((i) => toSequence(data.examples[i])),
+      },
+      evals: { eval_loss: evalBatches.map((b) => b.map((i) => toSequence(data.examples[i]))) },
+      evalEvery: config.evalEvery,
+      checkpointEvery: config.checkpointEvery,
+      keepCheckpoints: config.keepCheckpoints,
+    },
+    client,
+    opts,
+  );
   const summary: SftSummary = {
     runDir,
-    steps: state.step,
-    resumedFromStep,
-    lastLoss,
-    evalLoss: lastEval,
-    checkpoint,
+    steps: loop.steps,
+    resumedFromStep: loop.resumedFromStep,
+    lastLoss: loop.lastLoss,
+    evalLoss: loop.evals.eval_loss,
+    checkpoint: loop.checkpoint,
     examples: {
       train: split.train.length,
       eval: split.eval.length,
@@ -166,13 +98,13 @@ export async function runSft(
       truncated: data.truncated,
     },
   };
-  await writeCurvesReport(runDir, "SFT run", await metrics.read(), SFT_CURVES, [
+  await writeCurvesReport(runDir, "SFT run", loop.records, SFT_CURVES, [
     ["data", file],
     ["steps", summary.steps],
     ["examples (train / eval / bad / dropped / truncated)", Object.values(summary.examples).join(" / ")],
-    ["last loss", lastLoss?.toFixed(4) ?? "-"],
-    ["eval loss", lastEval?.toFixed(4) ?? "-"],
-    ["checkpoint", checkpoint],
+    ["last loss", summary.lastLoss?.toFixed(4) ?? "-"],
+    ["eval loss", summary.evalLoss?.toFixed(4) ?? "-"],
+    ["checkpoint", summary.checkpoint],
   ]);
   return summary;
 }

@@ -1,0 +1,157 @@
+import { describe, expect, it } from "vitest";
+import { articleTypes, type EntityType, generateWorld, type Task, type WorldDoc } from "../../tasks/index.js";
+import { chainDrill, docText, factsDrill, lookupDrill, type PretrainDoc, worldDocuments } from "./drills.js";
+
+const doc = (id: string, title: string, text: string): WorldDoc => ({
+  id,
+  title,
+  text,
+  url: `https://world.local/${id}`,
+});
+const holt = doc(
+  "wiki/Varen_Holt",
+  "Varen Holt",
+  "Varen Holt (born 1852 in Tessmoor) was a cartographer. Holt studied under Ilsa Marrow.",
+);
+const marrow = doc(
+  "wiki/Ilsa_Marrow",
+  "Ilsa Marrow",
+  "Ilsa Marrow was born in 1820 in Tessmoor and became a weaver. Little is known of Marrow's teachers.",
+);
+const tessmoor = doc(
+  "wiki/Tessmoor",
+  "Tessmoor",
+  "Tessmoor is a city in Kudrakar, founded in 1331. It has a population of 1,329,412.",
+);
+const fanPage = doc(
+  "fans/Varen_Holt",
+  "Varen Holt",
+  "Varen Holt was born in 1853. This fan page is kept by readers.",
+);
+const types = new Map<string, EntityType>([
+  [holt.id, "person"],
+  [marrow.id, "person"],
+  [tessmoor.id, "city"],
+]);
+const articles = new Map([holt, marrow, tessmoor].map((d) => [d.id, d]));
+
+const task = (kind: Task["kind"], question: string, answer: string, steps: unknown[]): Task => ({
+  id: question,
+  question,
+  answers: [answer],
+  kind,
+  source: "world",
+  meta: { plan: { steps } },
+});
+const mentorsBirthplace = task("multihop", "In which city was the mentor of Varen Holt born?", "Tessmoor", [
+  { op: "lookup", subject: "Varen Holt", type: "person", attr: "mentor" },
+  { op: "lookup", subject: { ref: 0 }, type: "person", attr: "birthplace" },
+]);
+const yearsBetween = task(
+  "arithmetic",
+  "How many years passed between the founding of Tessmoor and the birth of Varen Holt?",
+  "521",
+  [
+    { op: "lookup", subject: "Tessmoor", type: "city", attr: "founded" },
+    { op: "lookup", subject: "Varen Holt", type: "person", attr: "birthYear" },
+    { op: "compute", fn: "abs_difference", args: [{ ref: 0 }, { ref: 1 }] },
+  ],
+);
+const modpow = task("computation", "What is 3^5 mod 7?", "5", [
+  { op: "program", name: "modpow", params: { b: 3, e: 5, m: 7 } },
+]);
+
+const copied = (d: PretrainDoc | null) => d?.parts.filter((p) => p.copy).map((p) => p.text);
+
+describe("lookupDrill", () => {
+  it("asks for the first name the question's plan looks up, copied from the question", () => {
+    const drill = lookupDrill(mentorsBirthplace)!;
+    expect(docText(drill)).toBe(
+      "Question: In which city was the mentor of Varen Holt born?\nLookup: Varen Holt\n",
+    );
+    expect(copied(drill)).toEqual([" Varen Holt"]);
+  });
+
+  it("skips a question with nothing to look up", () => {
+    expect(lookupDrill(modpow)).toBeNull();
+  });
+});
+
+describe("chainDrill", () => {
+  it("follows the plan through the articles, copying each next subject out of what was found", () => {
+    const drill = chainDrill(mentorsBirthplace, articles)!;
+    expect(docText(drill)).toBe(
+      [
+        "Question: In which city was the mentor of Varen Holt born?",
+        "Lookup: Varen Holt",
+        `Found: ${holt.text}`,
+        "Lookup: Ilsa Marrow",
+        `Found: ${marrow.text}`,
+        "Answer: Tessmoor",
+        "",
+      ].join("\n"),
+    );
+    expect(copied(drill)).toEqual([" Varen Holt", " Ilsa Marrow", " Tessmoor"]);
+  });
+
+  it("leaves out a computed answer, which is never read anywhere", () => {
+    const text = docText(chainDrill(yearsBetween, articles)!);
+    expect(text).toContain("Lookup: Tessmoor\nFound: Tessmoor is a city");
+    expect(text).toContain("Lookup: Varen Holt\n");
+    expect(text).not.toContain("Answer");
+  });
+
+  it("gives up on a chain it cannot follow", () => {
+    expect(chainDrill(mentorsBirthplace, new Map([[holt.id, holt]]))).toBeNull();
+    expect(chainDrill(modpow, articles)).toBeNull();
+  });
+});
+
+describe("factsDrill", () => {
+  it("asks an article each fact it states; the answers are copied as the article writes them", () => {
+    const drill = factsDrill(tessmoor, "city")!;
+    const text = docText(drill);
+    expect(text.startsWith(`Tessmoor\n${tessmoor.text}\n`)).toBe(true);
+    expect(text).toContain("Q: What is the population of Tessmoor?\nA: 1,329,412\n");
+    expect(text).toContain("Q: What is the country of Tessmoor?\nA: Kudrakar\n");
+    expect(text).toContain("Q: What is the founding year of Tessmoor?\nA: 1331\n");
+    expect(copied(drill)?.sort()).toEqual([" 1,329,412", " 1331", " Kudrakar"]);
+  });
+});
+
+describe("worldDocuments", () => {
+  it("sorts the corpus into articles and pages and writes every drill the world allows", () => {
+    const docs = worldDocuments({
+      corpus: [holt, marrow, tessmoor, fanPage],
+      types,
+      questions: [mentorsBirthplace, yearsBetween, modpow],
+    });
+    expect(docs.articles.map(docText)).toEqual(
+      [holt, marrow, tessmoor].map((d) => `${d.title}\n${d.text}\n`),
+    );
+    expect(docs.pages.map(docText)).toEqual([`Varen Holt\n${fanPage.text}\n`]);
+    expect(docs.lookup).toHaveLength(2);
+    expect(docs.chain).toHaveLength(2);
+    expect(docs.facts).toHaveLength(3);
+  });
+
+  it("on a generated world: every copy is verbatim from earlier in its document, and most drills copy", () => {
+    const world = generateWorld(5, "tiny");
+    const docs = worldDocuments({
+      corpus: world.corpus,
+      types: articleTypes(5, "tiny"),
+      questions: world.splits.train,
+    });
+    const lookups = world.splits.train.filter((t) => t.kind !== "computation").length;
+    expect(docs.lookup.length).toBe(lookups);
+    expect(docs.chain.length).toBeGreaterThan(0.9 * lookups);
+    for (const d of [...docs.lookup, ...docs.chain, ...docs.facts]) {
+      let before = "";
+      for (const p of d.parts) {
+        if (p.copy) expect(before).toContain(p.text.trim());
+        before += p.text;
+      }
+      expect(d.parts.some((p) => p.copy)).toBe(true);
+    }
+  });
+});
