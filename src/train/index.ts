@@ -50,6 +50,7 @@ export {
   runStepLoop,
   type StepLoopOptions,
   type StepMetrics,
+  type StepProbe,
   StepState,
 } from "./step-loop.js";
 export type { TrainerClient } from "./trainer-client.js";

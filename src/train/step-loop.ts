@@ -30,6 +30,17 @@ export interface StepMetrics {
   tokens_per_s: number;
   eval_loss?: number;
   [evalKey: `eval_${string}`]: number | undefined;
+  /** What a probe measured by running the model (e.g. `dev_success`), on the steps it runs. */
+  [probeKey: `dev_${string}`]: number | undefined;
+}
+
+/**
+ * Measures the model as it trains by using it (an agent on dev tasks, say) rather than by a loss:
+ * run after the step whose number is a multiple of `every`, and after the last.
+ */
+export interface StepProbe {
+  every: number;
+  run: (step: number) => Promise<Record<`dev_${string}`, number>>;
 }
 
 /** The batches of each epoch: pure functions of (epoch, index), which is what makes resume exact. */
@@ -54,6 +65,7 @@ export interface StepLoopSpec {
 }
 
 export interface StepLoopOptions {
+  probe?: StepProbe;
   signal?: AbortSignal;
   onStep?: (m: StepMetrics, totalSteps: number) => void;
 }
@@ -146,6 +158,8 @@ export async function runStepLoop(
         if (loss !== null) m[key] = loss;
       }
     }
+    if (opts.probe && (state.step % opts.probe.every === 0 || last))
+      Object.assign(m, await opts.probe.run(state.step));
     await metrics.append({ ...m });
     opts.onStep?.(m, state.totalSteps);
     if (state.step % spec.checkpointEvery === 0 || last) {

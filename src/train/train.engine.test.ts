@@ -173,7 +173,11 @@ describe("SFT on the engine", () => {
         checkpointEvery: 20,
       },
       engine,
-      { onBadLine: (b) => bad.push(b.line) },
+      {
+        onBadLine: (b) => bad.push(b.line),
+        // A probe runs after every 20th step and after the last, its measures logged with the step.
+        probe: { every: 20, run: async (step) => ({ dev_success: step / 100 }) },
+      },
     );
     expect(bad).toEqual([4]);
     expect(summary.steps).toBe(45);
@@ -183,6 +187,11 @@ describe("SFT on the engine", () => {
       .split("\n")
       .map((l) => JSON.parse(l));
     expect(metrics).toHaveLength(45);
+    expect(metrics.flatMap((m) => (m.dev_success === undefined ? [] : [[m.step, m.dev_success]]))).toEqual([
+      [19, 0.2],
+      [39, 0.4],
+      [44, 0.45],
+    ]);
     expect(metrics[44].loss).toBeLessThan(metrics[0].loss / 4);
     expect(summary.evalLoss).toBeLessThan(metrics[0].loss / 4);
     expect(await readFile(path.join(dir, "sft", "loss.svg"), "utf8")).toContain("<svg");

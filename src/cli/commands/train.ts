@@ -26,6 +26,7 @@ import {
   type SftConfigInput,
 } from "../../train/index.js";
 import { findCorpus } from "../corpus.js";
+import { devProbe } from "../dev-probe.js";
 import { parseFlags, SEARCH_TOP_K_OPTION, SearchTopK } from "../flags.js";
 import { itemProgress } from "../progress.js";
 
@@ -50,6 +51,12 @@ const SftFlags = z.object({
   checkpointEvery: Int.optional(),
   seed: Int.optional(),
   threads: Int.optional(),
+  devTasks: z.string().optional(),
+  devLimit: Int.min(1).default(20),
+  devEvery: Int.min(1).optional(),
+  searchTopK: SearchTopK,
+  maxTurns: Int.min(1).optional(),
+  maxTokensPerTurn: Int.min(1).optional(),
 });
 
 /** Flags of `coa train pretrain`; unset ones fall back to --config, then to PretrainConfig's defaults. */
@@ -169,10 +176,20 @@ export function register(program: Command): void {
     .option("--checkpoint-every <n>", "checkpoint every n steps")
     .option("--seed <n>", "data order and held-out slice")
     .option("--threads <n>", "engine threads")
+    .option(
+      "--dev-tasks <path>",
+      "a learning curve in success: a world (its dev split) or task file whose first tasks the model answers as it trains",
+    )
+    .option("--dev-limit <n>", "dev tasks per probe (default 20)")
+    .option("--dev-every <n>", "probe every n steps (default: --eval-every)")
+    .option("--max-turns <n>", "dev probe: turns per episode")
+    .option("--max-tokens-per-turn <n>", "dev probe: tokens per model call")
+    .option(...SEARCH_TOP_K_OPTION)
     .action(async (raw: Record<string, unknown>) => {
       const f = parseFlags(SftFlags, raw);
       const { preset, from, context, tokenizer, config: file, threads, ...rest } = f;
-      const input: SftConfigInput = { ...(await configFile(file)), ...defined(rest) } as SftConfigInput;
+      const { devTasks, devLimit, devEvery, searchTopK, maxTurns, maxTokensPerTurn, ...sftFields } = rest;
+      const input: SftConfigInput = { ...(await configFile(file)), ...defined(sftFields) } as SftConfigInput;
       checkConfig(SftConfig, input);
       const engine = await engineFor(f.out, from, preset, {
         threads,
@@ -181,13 +198,25 @@ export function register(program: Command): void {
       });
       const bar = itemProgress("sft", { every: { items: 10 } });
       try {
+        const probe = devTasks
+          ? await devProbe(engine, {
+              tasks: devTasks,
+              limit: devLimit,
+              every: devEvery ?? SftConfig.parse(input).evalEvery,
+              runDir: f.out,
+              searchTopK,
+              maxTurns,
+              maxTokensPerTurn,
+            })
+          : undefined;
         const summary = await runSft(input, engine, {
+          probe,
           onBadLine: (b) => process.stderr.write(`${b.file}:${b.line}: ${b.message} (skipped)\n`),
           onStep: (m, total) =>
             bar.update(
               m.step + 1,
               total,
-              `loss ${m.loss.toFixed(4)}${m.eval_loss === undefined ? "" : ` eval ${m.eval_loss.toFixed(4)}`} lr ${m.lr.toExponential(2)} ${Math.round(m.tokens_per_s)} tok/s`,
+              `loss ${m.loss.toFixed(4)}${m.eval_loss === undefined ? "" : ` eval ${m.eval_loss.toFixed(4)}`}${m.dev_success === undefined ? "" : ` dev ${(100 * m.dev_success).toFixed(0)}%`} lr ${m.lr.toExponential(2)} ${Math.round(m.tokens_per_s)} tok/s`,
             ),
         });
         bar.stop();

@@ -112,6 +112,11 @@ export async function runSft(
 const SFT_CURVES = [
   { file: "loss.svg", title: "loss", keys: ["loss", "eval_loss"] },
   { file: "lr.svg", title: "learning rate", keys: ["lr"] },
+  {
+    file: "dev.svg",
+    title: "dev tasks (when probed)",
+    keys: ["dev_success", "dev_entity_copy", "dev_value_copy"],
+  },
 ];
 
 function memoEpochs(make: (epoch: number) => number[][]): (epoch: number) => number[][] {

@@ -1,0 +1,59 @@
+import { stat } from "node:fs/promises";
+import path from "node:path";
+import { evaluate } from "../eval/index.js";
+import type { ModelClient } from "../model/index.js";
+import { loadTasks } from "../tasks/index.js";
+import { createToolset } from "../tools/index.js";
+import type { StepProbe } from "../train/index.js";
+import { findCorpus } from "./corpus.js";
+
+export interface DevProbeSpec {
+  /** A world folder (its dev split) or a task file. */
+  tasks: string;
+  limit: number;
+  every: number;
+  runDir: string;
+  /** Results per search call; the search tool's default when absent. */
+  searchTopK?: number;
+  maxTurns?: number;
+  maxTokensPerTurn?: number;
+}
+
+/**
+ * A learning curve in task success: every `every` steps the model being trained answers the first
+ * `limit` dev tasks greedily through the real runtime and tools. Each probe is an ordinary eval run
+ * folder under `<run>/dev/step-N`, so its episodes can be read with `coa view`.
+ */
+export async function devProbe(model: ModelClient, spec: DevProbeSpec): Promise<StepProbe> {
+  const isDir = (await stat(spec.tasks).catch(() => null))?.isDirectory() ?? false;
+  const { tasks } = await loadTasks(spec.tasks, isDir ? { split: "dev" } : {});
+  const corpus = await findCorpus(spec.tasks);
+  if (!corpus) throw new Error(`--dev-tasks: no corpus.jsonl next to ${spec.tasks}`);
+  const tools = createToolset({
+    corpus,
+    profile: "all",
+    search: { provider: "local", topK: spec.searchTopK },
+    crawl: { offline: true },
+  });
+  const chosen = tasks.slice(0, spec.limit);
+  return {
+    every: spec.every,
+    run: async (step) => {
+      const summary = await evaluate({
+        model,
+        tools,
+        tasks: chosen,
+        profile: "all",
+        k: 1,
+        outDir: path.join(spec.runDir, "dev", `step-${String(step).padStart(6, "0")}`),
+        concurrency: 8,
+        sampling: { temperature: 0, maxTokensPerTurn: spec.maxTokensPerTurn },
+        budget: { maxTurns: spec.maxTurns },
+      });
+      const measured: Record<`dev_${string}`, number> = { dev_success: summary.success.pass1 };
+      if (summary.copy.entity.rate !== null) measured.dev_entity_copy = summary.copy.entity.rate;
+      if (summary.copy.value.rate !== null) measured.dev_value_copy = summary.copy.value.rate;
+      return measured;
+    },
+  };
+}
