@@ -161,7 +161,9 @@ class Worker:
         model.load_state_dict(tensors["model"])
         model.to(self.device)
         trainer = Trainer(model, self.dtype, OptimizerConfig(**manifest.get("optimizer", {})))
-        trainer.optimizer.load_state_dict(tensors["optimizer"])
+        # A released base ships weights only: training from it starts with fresh optimizer moments.
+        if "optimizer" in tensors:
+            trainer.optimizer.load_state_dict(tensors["optimizer"])
         trainer.step = int(manifest.get("step", 0))
         if "reference" in tensors:
             trainer.reference = Transformer(model.config).eval().requires_grad_(False)

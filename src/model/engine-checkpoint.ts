@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { copyFile, mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 
@@ -45,4 +45,20 @@ export async function readCheckpointManifest(dir: string): Promise<CheckpointMan
     throw new Error(`${file}: field ${issue.path.join(".") || "(root)"}: ${issue.message}`);
   }
   return parsed.data;
+}
+
+/**
+ * Copies a checkpoint's weights and manifest into `out`, leaving out optimizer and reference
+ * state: what a released base model needs (a new training run starts fresh optimizer moments), at a
+ * third of the size. The engine loads it like any checkpoint.
+ */
+export async function releaseWeights(dir: string, out: string): Promise<CheckpointManifest> {
+  const manifest = await readCheckpointManifest(dir);
+  const weights = manifest.files.model;
+  if (!weights) throw new Error(`${path.join(dir, CHECKPOINT_MANIFEST)}: names no model weights`);
+  const released: CheckpointManifest = { ...manifest, files: { model: weights } };
+  await mkdir(path.join(out, path.dirname(weights)), { recursive: true });
+  await copyFile(path.join(dir, weights), path.join(out, weights));
+  await writeFile(path.join(out, CHECKPOINT_MANIFEST), `${JSON.stringify(released, null, 2)}\n`);
+  return released;
 }

@@ -7,9 +7,10 @@ import {
   EnginePreset,
   type EngineSource,
   readCheckpointManifest,
+  releaseWeights,
 } from "../../model/index.js";
 
-/** `coa engine serve` and `coa engine info`: the embedded PyTorch engine from the command line. */
+/** `coa engine serve`, `info` and `release`: the embedded PyTorch engine from the command line. */
 export function register(program: Command): void {
   const engine = program.command("engine").description("the embedded PyTorch model server");
 
@@ -41,6 +42,23 @@ export function register(program: Command): void {
       const manifest = await readCheckpointManifest(dir);
       process.stdout.write(
         opts.json ? `${JSON.stringify(manifest, null, 2)}\n` : describeCheckpoint(dir, manifest),
+      );
+    });
+  registerRelease(engine);
+}
+
+function registerRelease(engine: Command): void {
+  engine
+    .command("release")
+    .description(
+      "copy a checkpoint's weights and manifest without optimizer state: a base model to ship or start from",
+    )
+    .argument("<checkpoint>", "checkpoint folder (e.g. runs/base/last)")
+    .requiredOption("--out <dir>", "folder to write")
+    .action(async (dir: string, opts: { out: string }) => {
+      const manifest = await releaseWeights(dir, opts.out);
+      process.stdout.write(
+        `released ${manifest.params.toLocaleString("en-US")} parameters (step ${manifest.step}) to ${opts.out}\n`,
       );
     });
 }
