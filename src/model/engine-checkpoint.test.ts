@@ -4,6 +4,7 @@ import path from "node:path";
 import { expect, it } from "vitest";
 import { Engine } from "./engine.js";
 import { readCheckpointManifest, releaseWeights } from "./engine-checkpoint.js";
+import { readTokenizerFile, TOKENIZER_FILE } from "./tokenizer-files.js";
 
 it("a released checkpoint holds the weights only, scores exactly as the original, and trains on", async () => {
   const dir = await mkdtemp(path.join(os.tmpdir(), "coa-release-"));
@@ -16,6 +17,7 @@ it("a released checkpoint holds the weights only, scores exactly as the original
     const manifest = await releaseWeights(path.join(dir, "full"), path.join(dir, "base"));
     expect(Object.keys(manifest.files)).toEqual(["model"]);
     expect((await readCheckpointManifest(path.join(dir, "base"))).step).toBe(1);
+    expect((await readTokenizerFile(path.join(dir, "base", TOKENIZER_FILE))).name).toBe(trained.tokenizer);
     const size = async (d: string) => {
       const [state] = (await readdir(d)).filter((n) => n.startsWith("state-"));
       const files = await readdir(path.join(d, state!));

@@ -1,6 +1,7 @@
 import { copyFile, mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
+import { TOKENIZER_FILE } from "./tokenizer-files.js";
 
 /** The manifest engine/coa_engine/checkpoint.py writes last, atomically, in every checkpoint folder. */
 export const CHECKPOINT_MANIFEST = "checkpoint.json";
@@ -11,7 +12,7 @@ export const CheckpointManifest = z.object({
   preset: z.string().nullish(),
   hf_model: z.string().optional(),
   model: z.record(z.string(), z.number()).optional(),
-  tokenizer: z.object({ name: z.string(), tags: z.array(z.string()).optional() }),
+  tokenizer: z.looseObject({ name: z.string(), tags: z.array(z.string()).optional() }),
   params: z.number().int(),
   step: z.number().int(),
   optimizer: z.record(z.string(), z.number()),
@@ -50,7 +51,8 @@ export async function readCheckpointManifest(dir: string): Promise<CheckpointMan
 /**
  * Copies a checkpoint's weights and manifest into `out`, leaving out optimizer and reference
  * state: what a released base model needs (a new training run starts fresh optimizer moments), at a
- * third of the size. The engine loads it like any checkpoint.
+ * third of the size. The engine loads it like any checkpoint. Its vocabulary goes beside it as
+ * `tokenizer.json`, so data can be distilled into the base's ids (`coa distill --tokenizer`).
  */
 export async function releaseWeights(dir: string, out: string): Promise<CheckpointManifest> {
   const manifest = await readCheckpointManifest(dir);
@@ -60,5 +62,6 @@ export async function releaseWeights(dir: string, out: string): Promise<Checkpoi
   await mkdir(path.join(out, path.dirname(weights)), { recursive: true });
   await copyFile(path.join(dir, weights), path.join(out, weights));
   await writeFile(path.join(out, CHECKPOINT_MANIFEST), `${JSON.stringify(released, null, 2)}\n`);
+  await writeFile(path.join(out, TOKENIZER_FILE), `${JSON.stringify(manifest.tokenizer)}\n`);
   return released;
 }
