@@ -2,12 +2,13 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
+import { readCheckpointManifest } from "../../model/index.js";
+import { LAST_LINK } from "../../train/index.js";
 import { checkPresetSeeds, DEMO_PRESETS, DemoPreset } from "../demo/presets.js";
 import { type StageTiming, writeDemoReport } from "../demo/report.js";
 import { demoStages, runStage } from "../demo/stages.js";
 
-/** The tiny and small presets' context, and what the system prompt and question take of it. */
-const DEFAULT_CONTEXT = 2048;
+/** What the system prompt and question take of the model's context. */
 const PROMPT_ROOM = 640;
 
 /** stages.json: what finished, so a rerun resumes at the first stage that did not. */
@@ -43,17 +44,9 @@ export async function runDemo(preset: DemoPreset, out: string, log: (line: strin
     `coa demo --${preset.name}: ${stages.length} stages into ${out}; about ${preset.estimateMinutes} min on 2 cores` +
       (done.length ? ` (resuming: ${done.length} done)` : ""),
   );
-  // RL reads its rollout limits from a config file; written first so a resumed run sees the same.
-  // An episode may fill the model's context but for the prompt (under 600 tokens even in bytes).
-  const rollout = {
-    maxTurns: preset.maxTurns,
-    maxTokensPerTurn: preset.maxTokensPerTurn,
-    concurrency: preset.concurrency,
-    maxResponseTokens: (preset.modelContext ?? DEFAULT_CONTEXT) - PROMPT_ROOM,
-  };
-  await writeFile(path.join(out, "rl-config.json"), `${JSON.stringify({ rollout }, null, 2)}\n`);
   for (const [i, stage] of stages.entries()) {
     if (done.some((d) => d.name === stage.name)) continue;
+    if (stage.name === "rl") await writeRlConfig(preset, out);
     log(`\n[${i + 1}/${stages.length}] ${stage.title}: coa ${stage.args.join(" ")}`);
     const started = performance.now();
     await runStage(stage);
@@ -69,6 +62,25 @@ export async function runDemo(preset: DemoPreset, out: string, log: (line: strin
     `\n${results.blocks.map((b) => (b.kind === "table" ? [b.header, ...b.rows].map((r) => r.join(" | ")).join("\n") : b.kind === "text" ? b.text : "")).join("\n\n")}`,
   );
   log(`\nreport: ${path.join(out, "report.md")} and report.html; browse trajectories with: coa view ${out}`);
+}
+
+/**
+ * RL reads its rollout limits from a config file. An episode may fill the model's context but for
+ * the prompt (under 600 tokens even in bytes); the context is the SFT checkpoint's, whatever base it
+ * came from, so a resumed run computes the same file.
+ */
+async function writeRlConfig(preset: DemoPreset, out: string): Promise<void> {
+  const manifest = await readCheckpointManifest(path.join(out, "sft", LAST_LINK));
+  const context = manifest.model?.max_seq_len;
+  if (!context)
+    throw new Error(`${path.join(out, "sft", LAST_LINK)}: the checkpoint names no context length`);
+  const rollout = {
+    maxTurns: preset.maxTurns,
+    maxTokensPerTurn: preset.maxTokensPerTurn,
+    concurrency: preset.concurrency,
+    maxResponseTokens: context - PROMPT_ROOM,
+  };
+  await writeFile(path.join(out, "rl-config.json"), `${JSON.stringify({ rollout }, null, 2)}\n`);
 }
 
 /** A preset with the fields of a JSON file laid over it; unknown or ill-typed fields are refused. */

@@ -17,7 +17,13 @@ describe("demo stages", () => {
     const program = new Command();
     for (const register of commands) register(program);
     const withContext = { ...DEMO_PRESETS.default, modelContext: 4096 };
-    for (const stage of [DEMO_PRESETS.default, withContext].flatMap((p) => demoStages(p, "runs/demo"))) {
+    const presets = [
+      DEMO_PRESETS.default,
+      withContext,
+      DEMO_PRESETS.full,
+      { ...DEMO_PRESETS.quick, base: "none" as const },
+    ];
+    for (const stage of presets.flatMap((p) => demoStages(p, "runs/demo"))) {
       let cmd = program;
       const args = [...stage.args];
       while (args.length && !args[0]!.startsWith("--")) {

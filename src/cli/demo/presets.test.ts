@@ -1,6 +1,7 @@
 import { expect, it } from "vitest";
 import { parseSeeds } from "../../tasks/index.js";
-import { checkPresetSeeds, DEMO_PRESETS } from "./presets.js";
+import { checkPresetSeeds, DEMO_PRESETS, type DemoPreset } from "./presets.js";
+import { demoStages } from "./stages.js";
 
 it("every preset tests on a world none of its stages trains on, and a config that breaks this is refused", () => {
   for (const p of Object.values(DEMO_PRESETS)) {
@@ -8,4 +9,28 @@ it("every preset tests on a world none of its stages trains on, and a config tha
     expect(parseSeeds(p.trainSeeds).length).toBeGreaterThan(1);
   }
   expect(() => checkPresetSeeds({ ...DEMO_PRESETS.quick, trainSeeds: "1-3" })).toThrow("must be unseen");
+  const pretraining = { ...DEMO_PRESETS.full, pretrainSeeds: "1-300" };
+  expect(() => checkPresetSeeds(pretraining)).toThrow("pretrainSeeds 1-300 include");
+  // A base that is not pretrained here does not read those seeds.
+  expect(checkPresetSeeds({ ...pretraining, base: "shipped" })).toBeDefined();
+});
+
+it("a demo with a base distills into the base's vocabulary and fine-tunes the base", () => {
+  const args = (p: DemoPreset, name: string) => demoStages(p, "runs/d").find((s) => s.name === name)!.args;
+  const full = DEMO_PRESETS.full;
+  expect(
+    demoStages(full, "runs/d")
+      .map((s) => s.name)
+      .slice(0, 4),
+  ).toEqual(["world", "worlds", "pretrain", "teach"]);
+  expect(args(full, "pretrain")).toEqual(expect.arrayContaining(["--exclude-seeds", String(full.seed)]));
+  expect(args(full, "distill")).toEqual(
+    expect.arrayContaining(["--tokenizer", "runs/d/base/last/tokenizer.json"]),
+  );
+  expect(args(full, "sft")).toEqual(expect.arrayContaining(["--from", "runs/d/base/last"]));
+  const shipped = args(DEMO_PRESETS.quick, "sft");
+  expect(shipped[shipped.indexOf("--from") + 1]).toMatch(/models\/base$/);
+  const fresh = { ...DEMO_PRESETS.quick, base: "none" as const };
+  expect(args(fresh, "sft")).toEqual(expect.arrayContaining(["--preset", fresh.modelPreset]));
+  expect(args(fresh, "distill")).toEqual(expect.arrayContaining(["--tokenizer", `bpe:${fresh.bpeVocab}`]));
 });

@@ -11,6 +11,21 @@ export const DemoPreset = z.object({
   trainSeeds: z.string(),
   /** The most lookups a world question may need (2 to 4); fewer hops is an easier world. */
   maxHops: z.number().int().min(2).max(4),
+  /**
+   * Where the student starts: `none`, a fresh `modelPreset` model; `shipped`, the base model this
+   * package ships (`baseDir`, pretrained by the command in its BASE.md); `pretrain`, a base this demo
+   * pretrains first on the `pretrainSeeds` worlds (never the test seed). A base brings its own size,
+   * context and vocabulary.
+   */
+  base: z.enum(["none", "shipped", "pretrain"]),
+  /** The shipped base, relative to the package root. */
+  baseDir: z.string(),
+  pretrainSeeds: z.string(),
+  pretrainSteps: z.number().int().positive(),
+  pretrainLr: z.number().positive(),
+  pretrainBatchTokens: z.number().int().positive(),
+  /** `coa train pretrain --mix`; absent: every kind of text. */
+  pretrainMix: z.string().optional(),
   /** Vocabulary of the BPE learned from the distilled traces; absent: the model reads bytes. */
   bpeVocab: z.number().int().min(512).optional(),
   /** Train tasks the teacher solves, drawn evenly from the training worlds (its traces become the SFT data). */
@@ -52,12 +67,25 @@ export function checkPresetSeeds(p: DemoPreset): DemoPreset {
     throw new Error(
       `trainSeeds ${p.trainSeeds} include the test world's seed ${p.seed}; the test world must be unseen`,
     );
+  if (p.base === "pretrain" && parseSeeds(p.pretrainSeeds).includes(p.seed))
+    throw new Error(
+      `pretrainSeeds ${p.pretrainSeeds} include the test world's seed ${p.seed}; the test world must be unseen`,
+    );
   return p;
 }
+
+/** The base model the package ships (see its BASE.md for the command that made it). */
+export const SHIPPED_BASE = "models/base";
 
 export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
   quick: {
     name: "quick",
+    base: "shipped",
+    baseDir: SHIPPED_BASE,
+    pretrainSeeds: "201-400",
+    pretrainSteps: 3000,
+    pretrainLr: 3e-3,
+    pretrainBatchTokens: 8192,
     worldSize: "small",
     seed: 1,
     trainSeeds: "101-124",
@@ -84,6 +112,12 @@ export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
   },
   default: {
     name: "default",
+    base: "shipped",
+    baseDir: SHIPPED_BASE,
+    pretrainSeeds: "201-400",
+    pretrainSteps: 3000,
+    pretrainLr: 3e-3,
+    pretrainBatchTokens: 8192,
     worldSize: "small",
     seed: 1,
     trainSeeds: "101-124",
@@ -110,6 +144,12 @@ export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
   },
   full: {
     name: "full",
+    base: "pretrain",
+    baseDir: SHIPPED_BASE,
+    pretrainSeeds: "201-400",
+    pretrainSteps: 3000,
+    pretrainLr: 3e-3,
+    pretrainBatchTokens: 8192,
     worldSize: "small",
     seed: 1,
     trainSeeds: "101-124",

@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { TOKENIZER_FILE } from "../../model/index.js";
 import { parseSeeds, worldDirName } from "../../tasks/index.js";
 import type { DemoPreset } from "./presets.js";
@@ -19,6 +20,7 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
   const world = at("world");
   const worlds = at("worlds");
   const rlWorld = path.join(worlds, worldDirName(parseSeeds(p.trainSeeds)[0]!));
+  const base = baseCheckpoint(p, out);
   const evalArgs = (model: string, dir: string) => [
     "eval",
     "--model",
@@ -44,7 +46,7 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
     "--out",
     at(dir),
   ];
-  return [
+  const stages: DemoStage[] = [
     {
       name: "world",
       title: "generate the unseen test world",
@@ -111,21 +113,25 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
         at("data"),
         "--max-tokens",
         String(p.distillMaxTokens),
-        ...(p.bpeVocab ? ["--tokenizer", `bpe:${p.bpeVocab}`] : []),
+        // Trajectories in the base's own ids; without a base, a vocabulary learned from them.
+        ...(base
+          ? ["--tokenizer", path.join(base, TOKENIZER_FILE)]
+          : p.bpeVocab
+            ? ["--tokenizer", `bpe:${p.bpeVocab}`]
+            : []),
       ],
     },
     {
       name: "sft",
-      title: `SFT the ${p.modelPreset} model`,
+      title: base ? "SFT the base model" : `SFT a fresh ${p.modelPreset} model`,
       dir: "sft",
       args: [
         "train",
         "sft",
         "--data",
         at("data"),
-        "--preset",
-        p.modelPreset,
-        ...(p.modelContext ? ["--context", String(p.modelContext)] : []),
+        ...(base ? ["--from", base] : ["--preset", p.modelPreset]),
+        ...(!base && p.modelContext ? ["--context", String(p.modelContext)] : []),
         "--steps",
         String(p.sftSteps),
         "--max-length",
@@ -199,6 +205,49 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
       args: evalArgs("rl/last", "eval-rl"),
     },
   ];
+  if (p.base !== "pretrain") return stages;
+  const pretrain: DemoStage = {
+    name: "pretrain",
+    title: `pretrain a ${p.modelPreset} base on worlds ${p.pretrainSeeds}`,
+    dir: "base",
+    args: [
+      "train",
+      "pretrain",
+      "--seeds",
+      p.pretrainSeeds,
+      "--exclude-seeds",
+      String(p.seed),
+      "--size",
+      p.worldSize,
+      "--max-hops",
+      String(p.maxHops),
+      ...(p.pretrainMix ? ["--mix", p.pretrainMix] : []),
+      "--preset",
+      p.modelPreset,
+      ...(p.modelContext ? ["--context", String(p.modelContext)] : []),
+      "--tokenizer",
+      `bpe:${p.bpeVocab ?? 2048}`,
+      "--steps",
+      String(p.pretrainSteps),
+      "--lr",
+      String(p.pretrainLr),
+      "--batch-tokens",
+      String(p.pretrainBatchTokens),
+      "--out",
+      at("base"),
+    ],
+  };
+  return [...stages.slice(0, 2), pretrain, ...stages.slice(2)];
+}
+
+/** The package root, where the shipped base lives (src/cli/demo and dist/cli/demo alike sit three below). */
+const PACKAGE_ROOT = fileURLToPath(new URL("../../..", import.meta.url));
+
+/** The checkpoint SFT starts from: the shipped base, the one this demo pretrains, or none. */
+export function baseCheckpoint(p: DemoPreset, out: string): string | null {
+  if (p.base === "shipped") return path.resolve(PACKAGE_ROOT, p.baseDir);
+  if (p.base === "pretrain") return path.join(out, "base", "last");
+  return null;
 }
 
 /**
