@@ -48,6 +48,8 @@ export const DemoPreset = z.object({
   concurrency: z.number().int().positive(),
   /** Search results per call, for the teacher and the model alike: fewer hits, shorter contexts. */
   searchTopK: z.number().int().positive().max(20),
+  /** Dev tasks of a training world the student answers at four points of SFT (its learning curve). */
+  devTasks: z.number().int().positive(),
   /** Test tasks every system is evaluated on. */
   evalTasks: z.number().int().positive(),
   evalK: z.number().int().positive(),
@@ -103,6 +105,7 @@ export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
     rlBatchTasks: 2,
     concurrency: 4,
     searchTopK: 3,
+    devTasks: 10,
     evalTasks: 8,
     evalK: 1,
     evalTemperature: 0,
@@ -135,6 +138,7 @@ export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
     rlBatchTasks: 2,
     concurrency: 8,
     searchTopK: 3,
+    devTasks: 20,
     evalTasks: 100,
     evalK: 1,
     evalTemperature: 0,
@@ -167,6 +171,7 @@ export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
     rlBatchTasks: 4,
     concurrency: 8,
     searchTopK: 3,
+    devTasks: 40,
     evalTasks: 453,
     evalK: 4,
     evalTemperature: 1,

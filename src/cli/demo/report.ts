@@ -383,7 +383,19 @@ export async function writeDemoReport(
       {
         title: "Training curves",
         blocks: [
+          ...(preset.base === "pretrain"
+            ? await figure(
+                at("base", "loss.svg"),
+                "pretraining loss (train, held-out world, copied names only)",
+                out,
+              )
+            : []),
           ...(await figure(at("sft", "loss.svg"), "SFT loss (train and held-out)", out)),
+          ...(await figure(
+            at("sft", "dev.svg"),
+            "SFT learning curve: greedy success and copy accuracy on dev tasks of a training world",
+            out,
+          )),
           ...(await figure(at("rl", "reward.svg"), "RL reward and success per step", out)),
           ...(await figure(at("rl", "length.svg"), "RL response length", out)),
         ],
