@@ -53,7 +53,7 @@ class Worker:
         self.gate = ModelGate()
         self.started = time.time()
         if checkpoint_dir:
-            self._load(checkpoint_dir)
+            self._load(checkpoint_dir, max_seq_len)
         else:
             self.tokenizer = self._fresh_tokenizer(tags or default_tags(), tokenizer_file)
             torch.manual_seed(seed)
@@ -144,7 +144,9 @@ class Worker:
         return {"dir": self.checkpoint_dir, "step": self.trainer.step, "preset": self.preset,
                 "params": self.model.num_params()}
 
-    def _load(self, folder: str) -> None:
+    def _load(self, folder: str, max_seq_len: int | None = None) -> None:
+        """`max_seq_len` gives the model another context than it was saved with: rotary positions
+        hold no weights, so a base pretrained on short sequences can be fine-tuned on longer ones."""
         manifest, tensors = checkpoint.load(folder)
         if manifest.get("backend", "coa") != self.backend:
             raise ValueError(
@@ -157,7 +159,7 @@ class Worker:
                 "its ids would mean different tokens"
             )
         tokenizer = tokenizer_from_json(manifest["tokenizer"])
-        model = Transformer(ModelConfig(**manifest["model"]))
+        model = Transformer(ModelConfig(**{**manifest["model"], **({"max_seq_len": max_seq_len} if max_seq_len else {})}))
         model.load_state_dict(tensors["model"])
         model.to(self.device)
         trainer = Trainer(model, self.dtype, OptimizerConfig(**manifest.get("optimizer", {})))

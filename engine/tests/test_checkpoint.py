@@ -82,6 +82,16 @@ class CheckpointTest(unittest.TestCase):
                 self.assertTrue(torch.all(w == manifest["step"]), "the files match the manifest")
                 self.assertGreaterEqual(manifest["step"], 1)
 
+    def test_a_checkpoint_loads_with_a_longer_context_and_the_same_predictions(self):
+        w = Worker(preset="micro", dtype="fp32", max_seq_len=64)
+        with tempfile.TemporaryDirectory() as d:
+            w.save(d)
+            longer = Worker(checkpoint_dir=d, dtype="fp32", max_seq_len=256)
+        self.assertEqual(longer.max_seq_len, 256)
+        ids = [1, 40, 41, 42, 43]
+        torch.testing.assert_close(longer.trainer.score([ids]), w.trainer.score([ids]), atol=1e-6, rtol=0)
+        self.assertEqual(len(longer.trainer.score([list(range(1, 200))])[0]), 198)
+
     def test_a_missing_manifest_is_a_clear_error(self):
         with tempfile.TemporaryDirectory() as d:
             with self.assertRaisesRegex(FileNotFoundError, "checkpoint.json"):

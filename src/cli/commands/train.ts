@@ -125,7 +125,8 @@ function checkConfig<S extends z.ZodType>(schema: S, input: unknown): void {
 
 /**
  * The engine for a run: its own last checkpoint when resuming, else --from, else a fresh preset.
- * `context` and `tokenizer` shape a fresh preset; a checkpoint keeps what it was trained with.
+ * `context` and `tokenizer` shape a fresh preset; `context` also lengthens a --from checkpoint's
+ * (rotary positions carry no weights); a resumed run keeps what it saved.
  */
 async function engineFor(
   out: string,
@@ -135,7 +136,8 @@ async function engineFor(
 ) {
   const latest = await new Checkpoints(path.resolve(out), 1).latest();
   if (latest) process.stderr.write(`resuming from ${latest}\n`);
-  if (latest || from) return Engine.start({ checkpoint: latest ?? from! }, { threads: opts.threads });
+  if (latest) return Engine.start({ checkpoint: latest }, { threads: opts.threads });
+  if (from) return Engine.start({ checkpoint: from }, { threads: opts.threads, maxSeqLen: opts.context });
   const tokenizer = (await opts.tokenizer?.()) ?? undefined;
   return Engine.start({ preset }, { threads: opts.threads, maxSeqLen: opts.context, tokenizer });
 }
@@ -161,7 +163,10 @@ export function register(program: Command): void {
     .requiredOption("--out <dir>", "run folder")
     .option("--preset <name>", `fresh model size (${EnginePreset.options.join("|")})`, "tiny")
     .option("--from <checkpoint>", "start from this checkpoint instead of a fresh preset")
-    .option("--context <n>", "context length of a fresh --preset model (default: the preset's)")
+    .option(
+      "--context <n>",
+      "context length of a fresh --preset model, or a longer one for --from (default: the preset's or checkpoint's)",
+    )
     .option(
       "--tokenizer <file>",
       "vocabulary of a fresh --preset model (default: the data's tokenizer.json, else bytes)",
@@ -249,7 +254,10 @@ export function register(program: Command): void {
     .requiredOption("--out <dir>", "run folder")
     .option("--preset <name>", `fresh model size (${EnginePreset.options.join("|")})`, "tiny")
     .option("--from <checkpoint>", "continue pretraining this checkpoint (keeps its vocabulary and context)")
-    .option("--context <n>", "context length of a fresh --preset model (default: the preset's)")
+    .option(
+      "--context <n>",
+      "context length of a fresh --preset model, or a longer one for --from (default: the preset's or checkpoint's)",
+    )
     .option(
       "--tokenizer <bpe:N|file>",
       "a fresh model's vocabulary: learn an N-token BPE from the training worlds, or a tokenizer file (default bpe:2048)",

@@ -31,7 +31,7 @@ export const DemoPreset = z.object({
   /** Train tasks the teacher solves, drawn evenly from the training worlds (its traces become the SFT data). */
   teachTasks: z.number().int().positive(),
   modelPreset: z.enum(["micro", "tiny", "small"]),
-  /** Context length of the fresh model; default the preset's (tiny and small: 2048). */
+  /** Context of the student: a fresh model's, or the base's lengthened for SFT; default the preset's or base's. */
   modelContext: z.number().int().positive().optional(),
   sftSteps: z.number().int().positive(),
   sftLr: z.number().positive(),

@@ -131,7 +131,7 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
         "--data",
         at("data"),
         ...(base ? ["--from", base] : ["--preset", p.modelPreset]),
-        ...(!base && p.modelContext ? ["--context", String(p.modelContext)] : []),
+        ...(p.modelContext ? ["--context", String(p.modelContext)] : []),
         "--steps",
         String(p.sftSteps),
         "--max-length",
