@@ -127,7 +127,7 @@ describe("demo report", () => {
     expect(markdown).toContain(
       "| Teacher MAS (expert driver) | 100.0% | 10,000 | 10,000 | 5,000 | 10.00 | 2.00 | – |",
     );
-    expect(markdown).toContain("| AFM-RL (tiny) | 50.0% | 1,000 | 2,000 | 1,200 | 3.00 | 2.00 | 50.0% |");
+    expect(markdown).toContain("| AFM-RL (coa-tiny) | 50.0% | 1,000 | 2,000 | 1,200 | 3.00 | 2.00 | 50.0% |");
     expect(markdown).toContain("AFM-RL does **not** beat AFM-SFT");
     expect(markdown).toContain(
       "RL rollouts solved 0 of 8 episodes over 1 step; GRPO learns only from groups whose rewards differ (0 of 4 groups), so it made no update at all. AFM-RL solved 1 of 1 test episodes, answering `geologist`; with so few, check the examples below",
@@ -142,7 +142,7 @@ describe("demo report", () => {
     expect(markdown).toContain("| task kind | Teacher MAS (pass@1) | AFM-SFT (pass@1) | AFM-RL (pass@1) |");
     expect(markdown).toContain("| comparison | – | 0.0% of 1 | 0.0% of 1 |");
     expect(markdown).toContain("| multihop | 100.0% of 2 | 100.0% of 1 | 100.0% of 1 |");
-    expect(markdown).toContain("| AFM-SFT (tiny) | 50.0% (1 of 2) | 0.0% (0 of 1) |");
+    expect(markdown).toContain("| AFM-SFT (coa-tiny) | 50.0% (1 of 2) | 0.0% (0 of 1) |");
     expect(markdown).toContain("| parse | 3 | 2 | schema 1 |");
     expect(markdown).toContain("(SFT loss (train and held-out): no plot was written)");
     expect(await readFile(path.join(out, "report.html"), "utf8")).toContain(
@@ -172,7 +172,7 @@ describe("demo report", () => {
     expect(stale).toContain(
       "RL's paired gain over SFT: per-task scores (not in this summary.json: rerun `coa eval`",
     );
-    expect(stale).toContain("| AFM-SFT (tiny) | (not in this summary.json");
+    expect(stale).toContain("| AFM-SFT (coa-tiny) | (not in this summary.json");
   });
 });
 

@@ -194,6 +194,13 @@ export interface StageTiming {
   seconds: number;
 }
 
+const BASE_WORDS: Record<DemoPreset["base"], string> = {
+  none: "the student started from random weights",
+  shipped:
+    "the student started from the base model the package ships, pretrained on other worlds (models/base/BASE.md)",
+  pretrain: "the student started from a base this demo pretrained on other worlds",
+};
+
 /** Writes report.md and report.html into the demo folder from what the stages wrote there. */
 export async function writeDemoReport(
   out: string,
@@ -226,13 +233,13 @@ export async function writeDemoReport(
       formatErrorRate: null,
     },
     {
-      name: `AFM-SFT (${preset.modelPreset})`,
+      name: `AFM-SFT (${sft.model})`,
       success: sft.success.pass1,
       cost: sft.cost,
       formatErrorRate: sft.formatErrorRate,
     },
     {
-      name: `AFM-RL (${preset.modelPreset})`,
+      name: `AFM-RL (${rl.model})`,
       success: rl.success.pass1,
       cost: rl.cost,
       formatErrorRate: rl.formatErrorRate,
@@ -292,7 +299,7 @@ export async function writeDemoReport(
         blocks: [
           {
             kind: "text",
-            text: `${preset.evalTasks} held-out test tasks of a generated world (seed ${preset.seed}, size ${preset.worldSize}), k=${preset.evalK}, temperature ${preset.evalTemperature}${preset.evalTemperature === 0 ? " (greedy)" : ""}. Tokens are counted with the student model's tokenizer (\`${tokenizer.name}\`) for every system; "tokens / task" is what an API would bill: each model call's whole input context plus its output; "with a prefix cache" counts each token once per context it is first computed in (what a serving engine like vLLM actually computes). The teacher is the **expert driver**, a deterministic programmatic stand-in for a strong LLM that uses the same real tools.`,
+            text: `${preset.evalTasks} test tasks of a generated world the student never saw (seed ${preset.seed}, size ${preset.worldSize}; the teacher's SFT data and RL came from worlds ${preset.trainSeeds}; ${BASE_WORDS[preset.base]}), k=${preset.evalK}, temperature ${preset.evalTemperature}${preset.evalTemperature === 0 ? " (greedy)" : ""}. Tokens are counted with the student model's tokenizer (\`${tokenizer.name}\`) for every system; "tokens / task" is what an API would bill: each model call's whole input context plus its output; "with a prefix cache" counts each token once per context it is first computed in (what a serving engine like vLLM actually computes). The teacher is the **expert driver**, a deterministic programmatic stand-in for a strong LLM that uses the same real tools.`,
           },
           resultsTable(rows),
           { kind: "text", text: findings.join("\n\n") },
@@ -329,8 +336,8 @@ export async function writeDemoReport(
               "first lookup's value → second tool call",
             ],
             rows: [
-              [`AFM-SFT (${preset.modelPreset})`, copyCell(sft.copy?.entity), copyCell(sft.copy?.value)],
-              [`AFM-RL (${preset.modelPreset})`, copyCell(rl.copy?.entity), copyCell(rl.copy?.value)],
+              [`AFM-SFT (${sft.model})`, copyCell(sft.copy?.entity), copyCell(sft.copy?.value)],
+              [`AFM-RL (${rl.model})`, copyCell(rl.copy?.entity), copyCell(rl.copy?.value)],
             ],
           },
         ],
