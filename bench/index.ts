@@ -1,6 +1,7 @@
 // `npm run bench`: every benchmark prints what it measured on this machine. `npm run bench -- NAME`
 // runs the named ones only.
 import os from "node:os";
+import * as demo from "./demo.js";
 import * as distill from "./distill.js";
 import * as engine from "./engine.js";
 import * as protocol from "./protocol.js";
@@ -13,6 +14,7 @@ import * as train from "./train.js";
 type Bench = { name: string; run: () => Promise<void> };
 
 const benches: Bench[] = [
+  { name: "demo", run: demo.run },
   { name: "distill", run: distill.run },
   { name: "engine", run: engine.run },
   { name: "protocol", run: protocol.run },

@@ -1,0 +1,87 @@
+// The product's targets (issue 15): runs `coa demo` (quick unless COA_BENCH_DEMO names another
+// preset) in a fresh folder and prints what the student reached against each target. Minutes, not
+// seconds: `npm run bench -- demo`.
+
+import { spawn } from "node:child_process";
+import { mkdtemp, readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { pairedDifference } from "../src/eval/index.js";
+
+const REPO = fileURLToPath(new URL("..", import.meta.url));
+
+/** The issue's targets per preset: AFM-SFT pass@1 and the RL gain (points, paired, avg@k). */
+const TARGETS: Record<string, { sft: number; rlGain: number | null; minutes: number }> = {
+  quick: { sft: 0.3, rlGain: null, minutes: 5 },
+  default: { sft: 0.6, rlGain: 0.05, minutes: 30 },
+};
+
+interface Summary {
+  model: string;
+  success: { tasks: number; pass1: number; avgK: number; k: number };
+  copy?: { entity: { rate: number | null }; value: { rate: number | null } };
+  taskScores?: Record<string, number>;
+  cost: { solved: number; billedTokens: number };
+}
+
+const pct = (x: number | null | undefined) =>
+  x === null || x === undefined ? "–" : `${(100 * x).toFixed(1)}%`;
+
+export async function run(): Promise<void> {
+  const preset = process.env.COA_BENCH_DEMO ?? "quick";
+  const out = await mkdtemp(join(tmpdir(), `coa-bench-demo-${preset}-`));
+  const args = [
+    "--import",
+    "tsx",
+    "src/cli/main.ts",
+    "demo",
+    ...(preset === "default" ? [] : [`--${preset}`]),
+    "--out",
+    out,
+  ];
+  const started = performance.now();
+  const log: string[] = [];
+  const code = await new Promise<number | null>((resolve) => {
+    const child = spawn(process.execPath, args, { cwd: REPO, stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout.on("data", (d) => log.push(String(d)));
+    child.stderr.on("data", (d) => log.push(String(d)));
+    child.on("exit", resolve);
+  });
+  const minutes = (performance.now() - started) / 60_000;
+  console.log(`command: coa demo ${args.slice(4).join(" ")} (exit ${code}, ${minutes.toFixed(1)} min)`);
+  if (code !== 0) {
+    console.log(log.join("").slice(-2000));
+    return;
+  }
+  const read = async (dir: string) =>
+    JSON.parse(await readFile(join(out, dir, "summary.json"), "utf8")) as Summary;
+  const [sft, rl] = [await read("eval-sft"), await read("eval-rl")];
+  const rlSteps = (await readFile(join(out, "rl", "metrics.jsonl"), "utf8"))
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l));
+  const updates = rlSteps.reduce((a: number, m: { updates: number }) => a + m.updates, 0);
+  const target = TARGETS[preset];
+  for (const [name, s] of [
+    ["AFM-SFT", sft],
+    ["AFM-RL", rl],
+  ] as const)
+    console.log(
+      `${name} (${s.model}): pass@1 ${pct(s.success.pass1)} of ${s.success.tasks} test tasks, avg@${s.success.k} ${pct(s.success.avgK)}; entity copy ${pct(s.copy?.entity.rate)}, value copy ${pct(s.copy?.value.rate)}`,
+    );
+  console.log(`RL: ${rlSteps.length} steps, ${updates} updates`);
+  if (sft.taskScores && rl.taskScores) {
+    const gain = pairedDifference(rl.taskScores, sft.taskScores);
+    console.log(
+      `RL − SFT, paired over ${gain.tasks} tasks: ${gain.mean === null ? "–" : (100 * gain.mean).toFixed(1)} points, 95% CI [${gain.low === null ? "–" : (100 * gain.low).toFixed(1)}, ${gain.high === null ? "–" : (100 * gain.high).toFixed(1)}]`,
+    );
+  }
+  if (target)
+    console.log(
+      `targets: AFM-SFT ≥ ${pct(target.sft)} (${sft.success.pass1 >= target.sft ? "met" : "not met"})` +
+        `${target.rlGain === null ? `; RL makes an update (${updates > 0 ? "met" : "not met"})` : `; RL ≥ SFT + ${100 * target.rlGain} points`}` +
+        `; ≤ ${target.minutes} min (${minutes <= target.minutes ? "met" : "not met"})`,
+    );
+  console.log(`report: ${join(out, "report.md")}`);
+}
