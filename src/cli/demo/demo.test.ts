@@ -183,7 +183,7 @@ describe("demo --config", () => {
     const file = path.join(dir, "c.json");
     await writeFile(file, JSON.stringify({ sftSteps: 2000, modelPreset: "small" }));
     const p = await presetWithOverrides(DEMO_PRESETS.default, file);
-    expect([p.name, p.sftSteps, p.modelPreset, p.evalTasks]).toEqual(["default", 2000, "small", 100]);
+    expect([p.name, p.sftSteps, p.modelPreset, p.evalTasks]).toEqual(["default", 2000, "small", 200]);
     await writeFile(file, JSON.stringify({ sftStep: 5 }));
     await expect(presetWithOverrides(DEMO_PRESETS.default, file)).rejects.toThrow(/sftStep/);
     await writeFile(file, JSON.stringify({ sftSteps: -1 }));
