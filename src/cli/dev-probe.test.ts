@@ -1,4 +1,4 @@
-import { mkdtemp, readdir } from "node:fs/promises";
+import { mkdtemp, readdir, readFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { expect, it } from "vitest";
@@ -27,6 +27,8 @@ it("a dev probe answers the first dev tasks with the model and reports success a
   expect(measured.dev_entity_copy).toBe(1);
   expect(measured.dev_success).toBe(1);
   expect(await readdir(path.join(runDir, "dev"))).toEqual(["step-000010"]);
+  const summary = JSON.parse(await readFile(path.join(runDir, "dev", "step-000010", "summary.json"), "utf8"));
+  expect(summary.success.pass1).toBe(1);
   await expect(
     devProbe(model, { tasks: tasksFile, limit: 1, every: 1, runDir, searchTopK: 3 }),
   ).resolves.toBeDefined();

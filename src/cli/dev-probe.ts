@@ -1,4 +1,4 @@
-import { stat } from "node:fs/promises";
+import { stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { evaluate } from "../eval/index.js";
 import type { ModelClient } from "../model/index.js";
@@ -22,7 +22,7 @@ export interface DevProbeSpec {
 /**
  * A learning curve in task success: every `every` steps the model being trained answers the first
  * `limit` dev tasks greedily through the real runtime and tools. Each probe is an ordinary eval run
- * folder under `<run>/dev/step-N`, so its episodes can be read with `coa view`.
+ * folder under `<run>/dev/step-N` (trajectories.jsonl, summary.json), readable with `coa view`.
  */
 export async function devProbe(model: ModelClient, spec: DevProbeSpec): Promise<StepProbe> {
   const isDir = (await stat(spec.tasks).catch(() => null))?.isDirectory() ?? false;
@@ -39,17 +39,19 @@ export async function devProbe(model: ModelClient, spec: DevProbeSpec): Promise<
   return {
     every: spec.every,
     run: async (step) => {
+      const outDir = path.join(spec.runDir, "dev", `step-${String(step).padStart(6, "0")}`);
       const summary = await evaluate({
         model,
         tools,
         tasks: chosen,
         profile: "all",
         k: 1,
-        outDir: path.join(spec.runDir, "dev", `step-${String(step).padStart(6, "0")}`),
+        outDir,
         concurrency: 8,
         sampling: { temperature: 0, maxTokensPerTurn: spec.maxTokensPerTurn },
         budget: { maxTurns: spec.maxTurns },
       });
+      await writeFile(path.join(outDir, "summary.json"), `${JSON.stringify(summary, null, 2)}\n`);
       const measured: Record<`dev_${string}`, number> = { dev_success: summary.success.pass1 };
       if (summary.copy.entity.rate !== null) measured.dev_entity_copy = summary.copy.entity.rate;
       if (summary.copy.value.rate !== null) measured.dev_value_copy = summary.copy.value.rate;
