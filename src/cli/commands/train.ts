@@ -33,9 +33,8 @@ import { itemProgress } from "../progress.js";
 const Int = z.coerce.number().int();
 const Num = z.coerce.number();
 
-/** Flags of `coa train sft`; unset ones fall back to --config, then to SftConfig's defaults. */
-const SftFlags = z.object({
-  data: z.string(),
+/** The flags pretraining and SFT share: the model, the step loop and its run folder. */
+const NextTokenFlags = z.object({
   out: z.string(),
   preset: EnginePreset,
   from: z.string().optional(),
@@ -43,7 +42,6 @@ const SftFlags = z.object({
   tokenizer: z.string().optional(),
   config: z.string().optional(),
   steps: Int.optional(),
-  epochs: Int.optional(),
   lr: Num.optional(),
   batchTokens: Int.optional(),
   maxLength: Int.optional(),
@@ -51,6 +49,12 @@ const SftFlags = z.object({
   checkpointEvery: Int.optional(),
   seed: Int.optional(),
   threads: Int.optional(),
+});
+
+/** Flags of `coa train sft`; unset ones fall back to --config, then to SftConfig's defaults. */
+const SftFlags = NextTokenFlags.extend({
+  data: z.string(),
+  epochs: Int.optional(),
   devTasks: z.string().optional(),
   devLimit: Int.min(1).default(20),
   devEvery: Int.min(1).optional(),
@@ -60,27 +64,13 @@ const SftFlags = z.object({
 });
 
 /** Flags of `coa train pretrain`; unset ones fall back to --config, then to PretrainConfig's defaults. */
-const PretrainFlags = z.object({
+const PretrainFlags = NextTokenFlags.extend({
   seeds: z.string().optional(),
   excludeSeeds: z.string().optional(),
   evalSeed: Int.optional(),
   size: WorldSize.optional(),
   maxHops: Int.optional(),
   mix: z.string().optional(),
-  out: z.string(),
-  preset: EnginePreset,
-  from: z.string().optional(),
-  context: z.coerce.number().int().min(16).optional(),
-  tokenizer: z.string().optional(),
-  config: z.string().optional(),
-  steps: Int.optional(),
-  lr: Num.optional(),
-  batchTokens: Int.optional(),
-  maxLength: Int.optional(),
-  evalEvery: Int.optional(),
-  checkpointEvery: Int.optional(),
-  seed: Int.optional(),
-  threads: Int.optional(),
 });
 
 const RlFlags = z.object({

@@ -161,7 +161,7 @@ export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
     trainSeeds: "101-124",
     maxHops: 4,
     bpeVocab: 4096,
-    teachTasks: 2472,
+    teachTasks: 9600,
     modelPreset: "small",
     sftSteps: 2000,
     sftLr: 6e-4,

@@ -1,7 +1,8 @@
-import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import { mkdir, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import { WorldSize } from "./build.js";
+import { readJsonFile } from "./files.js";
 import { generateWorld, writeWorld } from "./generate.js";
 
 /**
@@ -71,19 +72,8 @@ export async function isWorldSet(dir: string): Promise<boolean> {
 
 /** The member world folders of a set, as absolute paths with their seeds. */
 export async function readWorldSet(dir: string): Promise<{ seed: number; dir: string }[]> {
-  const file = path.join(dir, WORLD_SET_FILE);
-  let raw: unknown;
-  try {
-    raw = JSON.parse(await readFile(file, "utf8"));
-  } catch (err) {
-    throw new Error(`${file}: ${(err as Error).message}`);
-  }
-  const parsed = WorldSetManifest.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new Error(`${file}: field "${issue.path.join(".")}": ${issue.message}`);
-  }
-  return parsed.data.worlds.map((w) => ({ seed: w.seed, dir: path.resolve(dir, w.dir) }));
+  const manifest = await readJsonFile(path.join(dir, WORLD_SET_FILE), WorldSetManifest);
+  return manifest.worlds.map((w) => ({ seed: w.seed, dir: path.resolve(dir, w.dir) }));
 }
 
 /** Round-robin over lists, so the first N items of the result draw evenly from every list. */
