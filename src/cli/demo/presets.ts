@@ -79,15 +79,20 @@ export function checkPresetSeeds(p: DemoPreset): DemoPreset {
 /** The base model the package ships (see its BASE.md for the command that made it). */
 export const SHIPPED_BASE = "models/base";
 
+/** The shipped base's pretraining (scripts/pretrain-base.sh); `--full` pretrains its own model size with the same worlds, steps, rate and batch. */
+const BASE_RECIPE = {
+  baseDir: SHIPPED_BASE,
+  pretrainSeeds: "201-240",
+  pretrainSteps: 1500,
+  pretrainLr: 3e-3,
+  pretrainBatchTokens: 8192,
+} as const;
+
 export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
   quick: {
     name: "quick",
     base: "shipped",
-    baseDir: SHIPPED_BASE,
-    pretrainSeeds: "201-240",
-    pretrainSteps: 1500,
-    pretrainLr: 3e-3,
-    pretrainBatchTokens: 8192,
+    ...BASE_RECIPE,
     worldSize: "small",
     seed: 1,
     trainSeeds: "101-124",
@@ -117,11 +122,7 @@ export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
   default: {
     name: "default",
     base: "shipped",
-    baseDir: SHIPPED_BASE,
-    pretrainSeeds: "201-240",
-    pretrainSteps: 1500,
-    pretrainLr: 3e-3,
-    pretrainBatchTokens: 8192,
+    ...BASE_RECIPE,
     worldSize: "small",
     seed: 1,
     trainSeeds: "101-124",
@@ -151,11 +152,7 @@ export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
   full: {
     name: "full",
     base: "pretrain",
-    baseDir: SHIPPED_BASE,
-    pretrainSeeds: "201-240",
-    pretrainSteps: 1500,
-    pretrainLr: 3e-3,
-    pretrainBatchTokens: 8192,
+    ...BASE_RECIPE,
     worldSize: "small",
     seed: 1,
     trainSeeds: "101-124",
