@@ -1,5 +1,5 @@
 // Parser throughput on generated trajectories (every tag, code blocks, long observations), parsed
-// one-shot and streamed in small chunks as the runtime feeds generated text.
+// one-shot and streamed in small chunks as the runtime feeds generated text; then 1 MiB hostile inputs.
 import fc from "fast-check";
 import { CoaStreamParser, parseCoa, renderSteps } from "../src/protocol/index.js";
 import { trajectoryArb } from "../src/protocol/testing/arbitraries.js";
@@ -48,6 +48,35 @@ const streamed = (chunk: number) => (texts: string[]) => {
   return n;
 };
 
+/** Best of `rounds` timed runs, in ms. */
+function bestMs(run: () => unknown, rounds = 3): number {
+  run(); // warm-up
+  let best = Number.POSITIVE_INFINITY;
+  for (let r = 0; r < rounds; r++) {
+    const t0 = performance.now();
+    run();
+    best = Math.min(best, performance.now() - t0);
+  }
+  return best;
+}
+
+const MIB = 1 << 20;
+
+/** Hostile inputs of 1 MiB that made the parser quadratic before issue 22 (both now linear). */
+function hostile(): void {
+  const letters = `<${"a".repeat(MIB - 1)}`;
+  for (const chunk of [4, 16, 64])
+    console.log(
+      `\`<\` + 1 MiB of letters, ${String(chunk).padStart(2)}-char chunks: ` +
+        `${bestMs(() => streamed(chunk)([letters])).toFixed(1)} ms`,
+    );
+  const pairs = Math.floor((MIB - 30) / "<plan></answer>".length);
+  const nested = `<think><answer>${"<plan>".repeat(pairs)}${"</answer>".repeat(pairs)}</think>`;
+  console.log(
+    `1 MiB of nested open/unmatched close tags, one-shot: ${bestMs(() => oneShot([nested])).toFixed(1)} ms`,
+  );
+}
+
 export async function run(): Promise<void> {
   const texts = corpus();
   const bytes = texts.reduce((n, t) => n + Buffer.byteLength(t), 0);
@@ -57,8 +86,9 @@ export async function run(): Promise<void> {
       `(mean ${Math.round(bytes / texts.length)} bytes)`,
   );
   console.log(`parseCoa one-shot:           ${throughput(texts, bytes, oneShot).toFixed(1)} MB/s`);
-  for (const chunk of [4, 64])
+  for (const chunk of [4, 16, 64])
     console.log(
       `CoaStreamParser, ${String(chunk).padStart(2)}-char chunks: ${throughput(texts, bytes, streamed(chunk)).toFixed(1)} MB/s`,
     );
+  hostile();
 }

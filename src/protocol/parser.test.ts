@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { CoaStreamParser, parseCoa } from "./parser.js";
+import { CoaStreamParser, MAX_TAG_NAME, parseCoa } from "./parser.js";
 import { renderSteps } from "./render.js";
 import { corruptedTextArb, trajectoryArb } from "./testing/arbitraries.js";
 
@@ -9,6 +9,13 @@ const spanOf = (text: string, needle: string, from = 0) => {
   const start = text.indexOf(needle, from);
   if (start < 0) throw new Error(`${needle} not in text`);
   return { start, end: start + needle.length };
+};
+
+/** Parses `text` pushed in chunks of `chunk` characters. */
+const streamed = (text: string, chunk: number) => {
+  const parser = new CoaStreamParser();
+  for (let i = 0; i < text.length; i += chunk) parser.push(text.slice(i, i + chunk));
+  return parser.end();
 };
 
 const kinds = (text: string, opts?: Parameters<typeof parseCoa>[1]) =>
@@ -238,6 +245,70 @@ describe("CoaStreamParser", () => {
       }),
       { numRuns: 100 },
     );
+  });
+});
+
+describe("tag names are bounded", () => {
+  it("a name up to MAX_TAG_NAME is tag-shaped; a longer one is plain text", () => {
+    const longest = `<${"a".repeat(MAX_TAG_NAME)}>`;
+    const tooLong = `<${"a".repeat(MAX_TAG_NAME + 1)}>`;
+    const text = `<think>${longest} ${tooLong}</think>`;
+    const { steps, errors } = parseCoa(text);
+    expect(steps).toMatchObject([{ type: "think", text: `${longest} ${tooLong}` }]);
+    expect(errors.map((e) => [e.kind, e.span])).toEqual([["unknown_tag", spanOf(text, longest)]]);
+    for (const chunk of [1, 3, 16]) expect(streamed(text, chunk)).toEqual(parseCoa(text));
+  });
+
+  it("a streamed `<` followed by endless letters is text as soon as it is too long for a tag", () => {
+    const parser = new CoaStreamParser();
+    parser.push("<think>x <");
+    for (let i = 0; i < 10; i++) parser.push("a".repeat(MAX_TAG_NAME));
+    parser.push("</think>");
+    expect(parser.steps).toMatchObject([{ type: "think", text: `x <${"a".repeat(10 * MAX_TAG_NAME)}` }]);
+  });
+});
+
+describe("linear time", () => {
+  /**
+   * Fastest of up to `reps` runs in ms: the minimum is the run least disturbed by other load on a
+   * shared machine. Stops early past `budgetMs` so a quadratic regression fails fast, not in minutes.
+   */
+  const fastest = (run: () => unknown, reps: number, budgetMs = 400) => {
+    let best = Number.POSITIVE_INFINITY;
+    const t0 = performance.now();
+    for (let r = 0; r < reps && performance.now() - t0 < budgetMs; r++) {
+      const t = performance.now();
+      run();
+      best = Math.min(best, performance.now() - t);
+    }
+    return best;
+  };
+  // Inputs of size n; the quadratic parser this replaced took 60-100x longer at 10n.
+  const cases: [string, (n: number) => () => unknown, number][] = [
+    [
+      "a `<` then letters, streamed in 16-char chunks",
+      (n) => () => streamed(`<${"a".repeat(n)}`, 16),
+      20_000,
+    ],
+    ["a `<` then letters, streamed in 4-char chunks", (n) => () => streamed(`<${"a".repeat(n)}`, 4), 10_000],
+    [
+      "nested opening and unmatched closing tags, one-shot",
+      (n) => {
+        const text = `<think><answer>${"<plan>".repeat(n)}${"</answer>".repeat(n)}</think>`;
+        return () => parseCoa(text);
+      },
+      500,
+    ],
+  ];
+
+  it.each(cases)("%s: 10x the input costs at most 20x the time", (_, make, n) => {
+    const small = make(n);
+    const large = make(10 * n);
+    // Warm up the JIT; the large input's cold first run is discarded by taking the fastest. Sizes stay
+    // small enough that retained errors do not make garbage collection the cost being measured.
+    small();
+    const ratio = fastest(large, 10) / fastest(small, 20);
+    expect(ratio).toBeLessThan(20);
   });
 });
 

@@ -25,10 +25,17 @@ export interface ParseResult {
   errors: FormatError[];
 }
 
+/**
+ * Longest name that tag-shaped text may have: twice the longest protocol tag. The cap keeps parsing
+ * linear: a streamed `<` followed by endless letters is decided (as text) after a bounded lookahead
+ * instead of being held back and rescanned on every chunk.
+ */
+export const MAX_TAG_NAME = 2 * Math.max(...ALL_TAGS.map((t) => t.length));
 /** Anything shaped like an XML tag. Only these can open or close elements or be reported as tags. */
-const TAG_SHAPE = /<(\/?)([a-z][a-z0-9_]*)>/g;
-/** A buffer tail that could still grow into a tag once the next chunk arrives. */
-const TAG_PREFIX = /^<\/?(?:[a-z][a-z0-9_]*)?$/;
+const TAG_SHAPE = new RegExp(`<(\\/?)([a-z][a-z0-9_]{0,${MAX_TAG_NAME - 1}})>`, "g");
+/** A buffer tail that could still grow into a tag once the next chunk arrives (at most `</` + a name). */
+const TAG_PREFIX = new RegExp(`^<\\/?(?:[a-z][a-z0-9_]{0,${MAX_TAG_NAME - 1}})?$`);
+const MAX_TAG_PREFIX = MAX_TAG_NAME + 2;
 
 const KNOWN_TAGS: ReadonlySet<string> = new Set(ALL_TAGS);
 /** Elements whose content is opaque: only their own closing tag ends them (code may hold `a<b>c`). */
@@ -40,8 +47,11 @@ interface OpenElement {
   /** Offset of the `<` of the opening tag. */
   start: number;
   parts: string[];
-  /** Protocol tags opened inside a role element and not closed yet (their text stays in `parts`). */
-  nested: Tag[];
+  /**
+   * How many of each protocol tag are open inside a role element (their text stays in `parts`). Only
+   * the counts matter, so closing one is O(1) rather than a search through a list.
+   */
+  nested: Map<Tag, number>;
 }
 
 /**
@@ -131,7 +141,7 @@ export class CoaStreamParser {
         let stop = buf.length;
         if (!final) {
           const lt = buf.lastIndexOf("<");
-          if (lt >= i && TAG_PREFIX.test(buf.slice(lt))) stop = lt;
+          if (lt >= i && buf.length - lt <= MAX_TAG_PREFIX && TAG_PREFIX.test(buf.slice(lt))) stop = lt;
         }
         this.text(buf, i, stop);
         i = stop;
@@ -172,11 +182,11 @@ export class CoaStreamParser {
       open.parts.push(raw);
       if (!tag) this.report("unknown_tag", `${raw} is not a protocol tag`, start, end);
       else if (!isClose) {
-        open.nested.push(tag);
+        open.nested.set(tag, (open.nested.get(tag) ?? 0) + 1);
         this.report("nested_tag", `${raw} opened inside <${open.tag}>`, start, end);
       } else {
-        const k = open.nested.lastIndexOf(tag);
-        if (k >= 0) open.nested.splice(k, 1);
+        const n = open.nested.get(tag) ?? 0;
+        if (n > 0) open.nested.set(tag, n - 1);
         else this.report("unexpected_close", `${raw} closes nothing inside <${open.tag}>`, start, end);
       }
       return;
@@ -185,7 +195,7 @@ export class CoaStreamParser {
     if (!tag) this.report("unknown_tag", `${raw} is not a protocol tag`, start, end);
     else if (isClose) this.report("unexpected_close", `${raw} closes nothing`, start, end);
     else {
-      this.open = { tag, start, parts: [], nested: [] };
+      this.open = { tag, start, parts: [], nested: new Map() };
       if (tag === OBSERVATION_TAG && this.modelOutput)
         this.report(
           "model_wrote_observation",
