@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { tagTokens } from "../protocol/index.js";
 import { BYTE_TOKENIZER_NAME, ByteTokenizer, type Tokenizer, type TokenizerSpec } from "./byte-tokenizer.js";
+import { appendAll } from "./ids.js";
 
 /**
  * Byte-level BPE for the embedded engine: the byte tokenizer's ids (pad, bos, eos, one per protocol
@@ -67,7 +68,7 @@ export class BpeTokenizer implements Tokenizer {
     const ids: number[] = [];
     for (const part of this.base.splitAtTags(text)) {
       if (typeof part === "number") ids.push(part);
-      else for (const piece of splitPieces(part)) ids.push(...this.encodePiece(piece));
+      else for (const piece of splitPieces(part)) appendAll(ids, this.encodePiece(piece));
     }
     return ids;
   }

@@ -6,6 +6,7 @@ export * from "./engine-checkpoint.js";
 export { findPython, TORCH_INSTALL_HINT } from "./engine-python.js";
 export * from "./errors.js";
 export * from "./fixture-server.js";
+export * from "./ids.js";
 export * from "./json-http.js";
 export * from "./open.js";
 export * from "./openai-client.js";

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { ByteTokenizer, ScriptedModel } from "../model/index.js";
+import { ByteTokenizer, type ModelClient, ScriptedModel } from "../model/index.js";
 import {
   checkFormat,
   completionIds,
@@ -466,5 +466,86 @@ describe("runAgent: tool and model failures", () => {
     });
     setTimeout(() => controller.abort(new Error("stop now")), 20);
     await expect(done).rejects.toThrow("stop now");
+  });
+});
+
+describe("runAgent: hostile replies", () => {
+  /** A ScriptedModel behind a server that ignores max_tokens: every reply comes back whole. */
+  function ignoringMaxTokens(script: string[]) {
+    const model = new ScriptedModel(script);
+    const client: ModelClient = {
+      name: model.name,
+      tokenizer: model.tokenizer,
+      complete: (req, o) => model.complete({ ...req, maxTokens: 1_000_000 }, o),
+      tokenize: (text) => model.tokenize(text),
+      detokenize: (ids) => model.detokenize(ids),
+    };
+    return { model, client };
+  }
+
+  it("records a 300k-token reply without overflowing the stack", async () => {
+    const long = `<think>${"a".repeat(300_000)}</think>\n<answer>Fredville</answer>`;
+    const { model, done } = run([long], {
+      budget: { maxTokens: 400_000 },
+      sampling: { maxTokensPerTurn: 400_000 },
+    });
+    const traj = await done;
+    expect(traj).toMatchObject({ finishReason: "answer", answer: "Fredville" });
+    expect(traj.stats.modelTokens).toBe(bytes.encode(long).length);
+    expectTokenExact(traj, model);
+  });
+
+  it("cuts a reply longer than asked to the budget, token-exact with aligned logprobs", async () => {
+    const prompt = bytes.encode(
+      renderPrompt({ profile: "web", question: "What is the capital of Freedonia?" }),
+    );
+    const budget = prompt.length + 16_384;
+    const reply = `<think>${"b".repeat(65_536)}</think>`;
+    const { model, client } = ignoringMaxTokens([reply]);
+    const traj = await runAgent({
+      profile: "web",
+      question: "What is the capital of Freedonia?",
+      model: client,
+      tools: new Map(),
+      budget: { maxTokens: budget },
+      sampling: { maxTokensPerTurn: 100_000 },
+    });
+    expect(traj.finishReason).toBe("max_tokens");
+    expect(traj.segments).toHaveLength(1);
+    const segment = traj.segments[0]!;
+    expect(segment.source).toBe("model");
+    expect(segment.ids).toEqual(bytes.encode(reply).slice(0, 16_384));
+    expect("logprobs" in segment && segment.logprobs).toHaveLength(16_384);
+    expect(traj.stats.modelTokens).toBe(16_384);
+    expect(traj.meta.calls).toEqual([
+      expect.objectContaining({
+        modelTokens: 16_384,
+        finishReason: "length",
+        cutTokens: bytes.encode(reply).length - 16_384,
+      }),
+    ]);
+    expect(traj.stats.formatErrors).toBeGreaterThan(0); // the cut turn counts as truncated
+    expect(model.requests).toHaveLength(1);
+    expect(Trajectory.parse(traj)).toBeTruthy();
+  });
+
+  it("records the episode when the runtime itself throws", async () => {
+    const model = new ScriptedModel(["<think>x</think>\n<answer>Fredville</answer>"]);
+    const traj = await runAgent({
+      profile: "web",
+      question: "q",
+      model,
+      tools: new Map(),
+      onEvent: (e) => {
+        if (e.type === "step") throw new RangeError("boom");
+      },
+    });
+    expect(traj).toMatchObject({
+      finishReason: "model_error",
+      answer: null,
+      meta: { error: "RangeError: boom" },
+    });
+    expect(traj.segments).toHaveLength(1);
+    expect(Trajectory.parse(traj)).toBeTruthy();
   });
 });

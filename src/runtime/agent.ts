@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { CompletionChoice } from "../model/index.js";
+import { appendAll, type CompletionChoice } from "../model/index.js";
 import {
   emptyTrajectoryStats,
   type FinishReason,
@@ -88,14 +88,24 @@ class Episode {
     };
   }
 
+  /** Records the episode whatever happens: an unexpected error ends it as a model error, not a throw. */
   async run(): Promise<Trajectory> {
+    try {
+      return await this.loop();
+    } catch (err) {
+      if (this.opts.signal?.aborted) throw err;
+      return this.modelError(err);
+    }
+  }
+
+  private async loop(): Promise<Trajectory> {
     const { model, profile, question } = this.opts;
     try {
       this.promptIds = await this.timedModel(() => model.tokenize(renderPrompt({ profile, question })));
     } catch (err) {
       return this.modelError(err);
     }
-    this.context.push(...this.promptIds);
+    appendAll(this.context, this.promptIds);
     this.stats.promptTokens = this.promptIds.length;
 
     for (;;) {
@@ -124,23 +134,28 @@ class Episode {
   ): Promise<CompletionChoice | Trajectory> {
     const timeout = AbortSignal.timeout(Math.ceil(timeLeft));
     const { seed } = this.sampling;
+    const asked = Math.min(this.sampling.maxTokensPerTurn, room);
+    const signal = this.opts.signal ? AbortSignal.any([this.opts.signal, timeout]) : timeout;
     let choice: CompletionChoice;
+    let cutTokens = 0;
     const modelStart = performance.now();
     try {
       const result = await this.opts.model.complete(
         {
           promptIds: this.context.slice(),
           stop: this.stops,
-          maxTokens: Math.min(this.sampling.maxTokensPerTurn, room),
+          maxTokens: asked,
           temperature: this.sampling.temperature,
           topP: this.sampling.topP,
           // One seed per call, so turns do not replay the same random stream.
           seed: seed === undefined ? undefined : seed + turn - 1,
           logprobs: true,
         },
-        { signal: this.opts.signal ? AbortSignal.any([this.opts.signal, timeout]) : timeout },
+        { signal },
       );
       choice = result.choices[0]!;
+      cutTokens = Math.max(0, choice.tokenIds.length - asked);
+      if (cutTokens) choice = await this.cutToBudget(choice, asked, signal);
     } catch (err) {
       this.stats.modelMs += performance.now() - modelStart;
       if (this.opts.signal?.aborted) throw this.opts.signal.reason;
@@ -158,6 +173,7 @@ class Episode {
       modelTokens: choice.tokenIds.length,
       finishReason: choice.finishReason,
       action: "continue",
+      ...(cutTokens ? { cutTokens } : {}),
     });
     this.emit({
       type: "model",
@@ -168,6 +184,27 @@ class Episode {
       finishReason: choice.finishReason,
     });
     return choice;
+  }
+
+  /**
+   * A reply longer than asked (a server ignoring max_tokens) is cut to what was asked, as if it had
+   * stopped for length: the record stays within budget, its ids are a prefix of what the model
+   * sampled, logprobs stay aligned, and the text is decoded from the kept ids.
+   */
+  private async cutToBudget(
+    choice: CompletionChoice,
+    asked: number,
+    signal: AbortSignal,
+  ): Promise<CompletionChoice> {
+    const tokenIds = choice.tokenIds.slice(0, asked);
+    return {
+      ...choice,
+      tokenIds,
+      logprobs: choice.logprobs?.slice(0, asked),
+      text: await this.opts.model.detokenize(tokenIds, { signal }),
+      finishReason: "length",
+      stopSequence: null,
+    };
   }
 
   /**
@@ -215,7 +252,7 @@ class Episode {
       return this.appendObservation(turn, formatFeedback(errors), false, record);
     }
 
-    this.accepted.push(...steps);
+    appendAll(this.accepted, steps);
     for (const step of steps) if (step.type === "suggested_answer") this.suggestions.push(step.text);
     if (this.suggestions.length >= 2 && steps.some((s) => s.type === "suggested_answer")) {
       record.action = "answer";
@@ -260,7 +297,7 @@ class Episode {
     const segment: Segment = { source: "model", ids: choice.tokenIds };
     if (choice.logprobs) segment.logprobs = choice.logprobs;
     this.segments.push(segment);
-    this.context.push(...choice.tokenIds);
+    appendAll(this.context, choice.tokenIds);
     this.stats.modelTokens += choice.tokenIds.length;
     if (choice.exactIds === false) this.meta.exactIds = false;
     this.pending += choice.text;
@@ -286,7 +323,7 @@ class Episode {
       return this.modelError(err);
     }
     this.segments.push({ source: "tool", ids });
-    this.context.push(...ids);
+    appendAll(this.context, ids);
     this.stats.toolTokens += ids.length;
     record.observationTokens = ids.length;
     // The observation element starts after the leading separator.
@@ -302,7 +339,7 @@ class Episode {
   private countFormatErrors(turn: number, errors: FormatError[]): void {
     if (errors.length === 0) return;
     this.stats.formatErrors += errors.length;
-    this.formatErrors.push(...errors);
+    appendAll(this.formatErrors, errors);
     this.emit({ type: "format_error", turn, errors, total: this.stats.formatErrors });
   }
 

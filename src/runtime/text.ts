@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Tokenizer } from "../model/index.js";
+import { appendAll, type Tokenizer } from "../model/index.js";
 import { completionIds, parseCoa, type ToolTag, type Trajectory } from "../protocol/index.js";
 
 /** The text views of a record, derived from its ids (never the reverse). */
@@ -36,7 +36,7 @@ export async function ranToolCalls(
   for (let i = 0; i < segments.length && out.length < limit; i++) {
     const segment = segments[i]!;
     if (segment.source !== "model") continue;
-    turn.push(...segment.ids);
+    appendAll(turn, segment.ids);
     const next = segments[i + 1]?.source;
     const action = records.success
       ? records.data[call]?.action

@@ -74,4 +74,6 @@ export interface CallRecord {
   toolMs?: number;
   duplicate?: boolean;
   observationTokens?: number;
+  /** Tokens past the asked `maxTokens` that the model returned and the runtime dropped. */
+  cutTokens?: number;
 }

@@ -38,9 +38,10 @@ describe("code tool", () => {
   });
 
   it("names the limit that stopped a program", async () => {
-    const loop = await tool.run({ code: "while True: pass" }, { ...ctx, timeoutMs: 800 });
+    const loop = await tool.run({ code: "print('partial')\nwhile True: pass" }, { ...ctx, timeoutMs: 800 });
     expect(loop).toMatchObject({ ok: false, error: "timeout" });
-    expect(loop.text).toBe("[killed: time limit of 0.55 s reached]");
+    // What was printed before the kill reaches the model with the cause.
+    expect(loop.text).toBe("partial\n[killed: time limit of 0.55 s reached]");
     const memory = await tool.run({ code: "x = ' ' * (8 * 1024 ** 3)" }, ctx);
     expect(memory).toMatchObject({ ok: false, error: "memory_limit" });
     expect(memory.text).toMatch(/MemoryError\n\[stopped: memory limit of 512 MiB reached\]$/);

@@ -91,6 +91,20 @@ describe("runPython in the bubblewrap sandbox", () => {
     expect(cpu).toMatchObject({ timedOut: false, killedBy: "cpu_limit", exitCode: null });
   });
 
+  it("keeps what was printed before a timeout kill or a crash", async () => {
+    const loop = await runPython({
+      code: "import sys\nprint('partial')\nprint('warn', file=sys.stderr)\nwhile True: pass",
+      limits: { ...limits, wallMs: 500 },
+    });
+    expect(loop).toMatchObject({ stdout: "partial\n", stderr: "warn\n", killedBy: "wall_timeout" });
+    // SIGSEGV skips Python's exit-time flush: only unbuffered output survives it.
+    const crash = await runPython({
+      code: "import os, signal\nfor i in range(3): print('line', i)\nos.kill(os.getpid(), signal.SIGSEGV)",
+      limits,
+    });
+    expect(crash).toMatchObject({ stdout: "line 0\nline 1\nline 2\n", killedBy: "signal:SIGSEGV" });
+  });
+
   it("caps output with a marker and stops the program", async () => {
     const run = await runPython({ code: "while True:\n    print('x' * 100)", limits });
     expect(run.killedBy).toBe("output_limit");
@@ -123,7 +137,11 @@ describe("runPython in the bubblewrap sandbox", () => {
     const options = { bwrap: "/nonexistent/bwrap", unsafeNoSandbox: true };
     const run = await runPython({ code: "print(input())", stdin: "hi\n", options, limits });
     expect(run).toMatchObject({ stdout: "hi\n", exitCode: 0, sandboxed: false });
-    const loop = await runPython({ code: "while True: pass", options, limits: { ...limits, wallMs: 500 } });
-    expect(loop.killedBy).toBe("wall_timeout");
+    const loop = await runPython({
+      code: "print('partial')\nwhile True: pass",
+      options,
+      limits: { ...limits, wallMs: 500 },
+    });
+    expect(loop).toMatchObject({ stdout: "partial\n", killedBy: "wall_timeout" });
   });
 });

@@ -96,6 +96,10 @@ const SANDBOX_ENV: Record<string, string> = {
   PYTHONIOENCODING: "utf-8",
 };
 const PROGRAM_PATH = "/box/main.py";
+// -I: isolated (no user site, no PYTHON* variables, so PYTHONUNBUFFERED would be ignored); -B: no
+// .pyc writes; -u: unbuffered stdout/stderr, so what a program printed before a kill or a crash
+// reaches the pipe and the model sees it (block-buffered output dies with the process).
+const PYTHON_FLAGS = ["-I", "-B", "-u"];
 const ROOT_LINKS = ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
 // Only what the dynamic loader and Python need from /etc; never passwd, shadow or the host's config.
 const ETC_FILES = ["/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives"];
@@ -174,8 +178,7 @@ function bwrapArgs(python: string, limits: SandboxLimits, features: BwrapFeature
     "--",
     ...limitArgs(limits),
     python,
-    "-I",
-    "-B",
+    ...PYTHON_FLAGS,
     PROGRAM_PATH,
   ];
 }
@@ -281,7 +284,7 @@ async function runUnsandboxed(
     const program = join(dir, "main.py");
     await writeFile(program, req.code);
     const [prlimit, ...prlimitArgs] = limitArgs(limits);
-    return await spawnAndCollect(prlimit, [...prlimitArgs, python, "-I", "-B", program], {
+    return await spawnAndCollect(prlimit, [...prlimitArgs, python, ...PYTHON_FLAGS, program], {
       stdin: req.stdin,
       limits,
       signal: req.signal,
