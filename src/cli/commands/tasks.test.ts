@@ -26,3 +26,18 @@ it("coa tasks inspect prints counts per kind and source, skipped rows and sample
     "  meta: line",
   ]);
 });
+
+it("coa tasks inspect prints escape sequences from the file as visible text", async () => {
+  const path = join(await mkdtemp(join(tmpdir(), "coa-inspect-")), "ansi.jsonl");
+  const row = {
+    question: "\u001b]0;pwned\u0007\u001b[2Jwho\u009b31m?",
+    answer: ["\u001b[31mred"],
+    data_source: "n\u001bq",
+  };
+  await writeFile(path, JSON.stringify(row));
+  const report = inspectTasks(await loadTasks(path), 1);
+  expect(report).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+  expect(report).toContain("  question: \\x1b]0;pwned\\x07\\x1b[2Jwho\\x9b31m?");
+  expect(report).toContain("  answers: \\x1b[31mred");
+  expect(report).toContain("[n\\x1bq-1] qa · n\\x1bq");
+});

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { type LoadedTasks, loadTasks, TaskKind } from "../../tasks/index.js";
+import { type LoadedTasks, loadTasks, printable, TaskKind } from "../../tasks/index.js";
 
 const QUESTION_CHARS = 160;
 
@@ -33,7 +33,8 @@ export function inspectTasks(loaded: LoadedTasks, samples: number): string {
       lines.push(`  tests: ${tests} stdin${t.meta.functional ? " + assert snippet" : ""}`);
     lines.push(`  meta: ${Object.keys(t.meta).join(", ") || "none"}`);
   }
-  return lines.join("\n");
+  // Questions, ids and paths come from the file: escape sequences in them must not reach the terminal.
+  return lines.map(printable).join("\n");
 }
 
 export function register(program: Command): void {

@@ -17,7 +17,8 @@ export interface CollectOptions {
 
 /**
  * Turns raw rows into Tasks through `toTask`, validating each result against the Task schema.
- * Bad rows throw their TaskLoadError, or with `skipBad` are counted with their reason.
+ * Bad rows, and rows repeating an earlier id, throw their TaskLoadError, or with `skipBad` are
+ * counted with their reason.
  */
 export function collectTasks<R>(
   rows: Iterable<{ ref: RowRef; row: R }>,
@@ -27,10 +28,23 @@ export function collectTasks<R>(
   const tasks: Task[] = [];
   const skipped: SkippedRow[] = [];
   const limit = opts.limit ?? Number.POSITIVE_INFINITY;
+  // Ids key traces and results downstream (teach, eval): a second row with the same id would be
+  // run, written, then silently collapsed onto the first.
+  const seen = new Map<string, RowRef>();
   for (const { ref, row } of rows) {
     if (tasks.length >= limit) break;
     try {
-      tasks.push(parseRow(Task, toTask(row, ref), ref));
+      const task = parseRow(Task, toTask(row, ref), ref);
+      const first = seen.get(task.id);
+      if (first) {
+        throw new TaskLoadError(
+          ref,
+          "id",
+          `duplicate task id "${task.id}" (already at ${first.unit} ${first.n})`,
+        );
+      }
+      seen.set(task.id, ref);
+      tasks.push(task);
     } catch (err) {
       if (!(err instanceof TaskLoadError) || !opts.skipBad) throw err;
       skipped.push({ where: describeRow(ref), field: err.field, reason: err.reason });

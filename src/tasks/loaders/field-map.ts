@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { Task, TaskKind } from "../task.js";
-import { type RowRef, TaskLoadError } from "./load-error.js";
+import { notAnObject, type RowRef, TaskLoadError, typeName } from "./load-error.js";
 
 /** Which field of a source row feeds each Task field; values are dotted paths ("meta.golds"). */
 export const FieldMap = z.object({
@@ -41,12 +41,6 @@ function getPath(row: Record<string, unknown>, path: string): unknown {
   return value;
 }
 
-function typeName(value: unknown): string {
-  if (value === undefined) return "nothing (field missing)";
-  if (value === null) return "null";
-  return Array.isArray(value) ? "array" : typeof value;
-}
-
 function answersFrom(value: unknown, ref: RowRef, field: string): string[] {
   const one = (v: unknown) => typeof v === "string" || typeof v === "number";
   if (one(value)) return [String(value)];
@@ -65,7 +59,7 @@ export interface MappedRowOptions {
 /** Maps one JSON object to a Task through a field map; unmapped fields are kept in `meta`. */
 export function mappedRowToTask(row: unknown, ref: RowRef, opts: MappedRowOptions): Task {
   if (row === null || typeof row !== "object" || Array.isArray(row)) {
-    throw new TaskLoadError(ref, null, `expected a JSON object, got ${typeName(row)}`);
+    throw new TaskLoadError(ref, null, notAnObject(row));
   }
   const obj = row as Record<string, unknown>;
   const { map } = opts;

@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { printable } from "./printable.js";
 
 /** Where a row sits in its file: JSONL rows are counted by line (1-based), parquet and JSON arrays by index (0-based). */
 export interface RowRef {
@@ -21,9 +22,19 @@ export class TaskLoadError extends Error {
     readonly file: string = row?.file ?? "",
   ) {
     const where = row ? describeRow(row) : file;
-    super(field ? `${where}, field "${field}": ${reason}` : `${where}: ${reason}`);
+    // The message reaches a terminal and quotes file content (JSON errors do): no raw control characters.
+    super(printable(field ? `${where}, field "${field}": ${reason}` : `${where}: ${reason}`));
   }
 }
+
+/** How a JSON value is named in errors: "null", "array", else its typeof. */
+export function typeName(value: unknown): string {
+  if (value === undefined) return "nothing (field missing)";
+  if (value === null) return "null";
+  return Array.isArray(value) ? "array" : typeof value;
+}
+
+export const notAnObject = (row: unknown): string => `a row must be a JSON object, got ${typeName(row)}`;
 
 /** For a union that matched no branch, the issue of the branch that got furthest, which names a real field. */
 function deepestIssue(issue: z.core.$ZodIssue): { path: PropertyKey[]; message: string } {

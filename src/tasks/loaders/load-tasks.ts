@@ -1,10 +1,11 @@
+import type { Stats } from "node:fs";
 import { readdir, readFile, stat } from "node:fs/promises";
 import { basename, extname, join } from "node:path";
 import { Task, type TaskKind } from "../task.js";
 import { type CollectOptions, collectTasks, type SkippedRow } from "./collect.js";
 import { type FieldMap, mappedRowToTask, parseFieldMap } from "./field-map.js";
-import { jsonArrayRows, jsonlLines, parseJsonLine } from "./json-rows.js";
-import { parseRow, type RowRef, TaskLoadError } from "./load-error.js";
+import { jsonArrayRows, jsonlLines, parseJsonLine, requireContent } from "./json-rows.js";
+import { notAnObject, parseRow, type RowRef, TaskLoadError } from "./load-error.js";
 import { loadVerlParquet } from "./verl-parquet.js";
 
 export type TaskFileFormat =
@@ -91,18 +92,29 @@ async function loadWorldDir(dir: string, opts: LoadTasksOptions): Promise<Loaded
 /** A row whose JSON is parsed only when it is mapped, so one bad line fails (or is skipped) on its own. */
 type LazyRow = { ref: RowRef; row: () => unknown };
 
-function firstParsable(rows: LazyRow[]): unknown {
-  for (const { row } of rows) {
+/**
+ * The first row that parses to a JSON object decides the layout. When none does, the file fails on
+ * its first row's own fault (not JSON, or not an object) rather than on a layout it cannot have.
+ */
+function layoutRow(rows: LazyRow[]): unknown {
+  let firstError: unknown = null;
+  for (const { ref, row } of rows) {
     try {
-      return row();
-    } catch {}
+      const value = row();
+      if (isObject(value)) return value;
+      firstError ??= new TaskLoadError(ref, null, notAnObject(value));
+    } catch (err) {
+      firstError ??= err;
+    }
   }
+  if (firstError) throw firstError;
   return undefined;
 }
 
 function loadObjectRows(path: string, rows: LazyRow[], container: "jsonl" | "json", opts: LoadTasksOptions) {
-  const first = firstParsable(rows);
   const map = resolveMap(opts.map);
+  // With a map every row is checked on its own (and may be skipped); only detection needs a good row.
+  const first = map ? undefined : layoutRow(rows);
   const load = (toTask: (row: unknown, ref: RowRef) => Task) =>
     collectTasks(rows, (row, ref) => toTask(row(), ref), opts);
   if (!map && isTaskRecord(first)) {
@@ -127,7 +139,9 @@ function loadObjectRows(path: string, rows: LazyRow[], container: "jsonl" | "jso
 }
 
 async function loadJsonl(path: string, opts: LoadTasksOptions): Promise<LoadedTasks> {
-  const lines = [...jsonlLines(path, await readFile(path, "utf8"))];
+  const text = await readFile(path, "utf8");
+  requireContent(path, text);
+  const lines = [...jsonlLines(path, text)];
   const rows = lines.map(({ ref, row }) => ({ ref, row: () => parseJsonLine(row, ref) }));
   return loadObjectRows(path, rows, "jsonl", opts);
 }
@@ -138,6 +152,13 @@ async function loadJsonArray(path: string, opts: LoadTasksOptions): Promise<Load
     row: () => row,
   }));
   return loadObjectRows(path, rows, "json", opts);
+}
+
+function nodeKind(info: Stats): string {
+  if (info.isFIFO()) return "a FIFO";
+  if (info.isSocket()) return "a socket";
+  if (info.isCharacterDevice() || info.isBlockDevice()) return "a device";
+  return "a special file";
 }
 
 async function sniff(path: string): Promise<"parquet" | "json" | "jsonl"> {
@@ -158,6 +179,10 @@ async function sniff(path: string): Promise<"parquet" | "json" | "jsonl"> {
 export async function loadTasks(path: string, opts: LoadTasksOptions = {}): Promise<LoadedTasks> {
   const info = await stat(path).catch(() => null);
   if (!info) throw new TaskLoadError(null, null, "no such file or directory", path);
+  // A FIFO or device would block or never end on read: only plain files and world dirs are opened.
+  if (!info.isFile() && !info.isDirectory()) {
+    throw new TaskLoadError(null, null, `not a regular file (${nodeKind(info)})`, path);
+  }
   if (info.isDirectory()) {
     const isWorld = await stat(join(path, "world.json")).catch(() => null);
     if (!isWorld) throw new TaskLoadError(null, null, "a directory must be a world (no world.json)", path);

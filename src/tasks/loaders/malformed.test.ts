@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { mkdir, mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -200,5 +201,107 @@ describe("world directories", () => {
 
   it("a directory without world.json is refused", async () => {
     await expect(loadTasks(dir)).rejects.toThrow("a directory must be a world (no world.json)");
+  });
+});
+
+describe("hostile task files say what is wrong, with file and line", () => {
+  it("an empty file, and one of only blank lines", async () => {
+    await expect(loadTasks(await file("empty.jsonl", ""))).rejects.toThrow(/empty\.jsonl: file is empty$/);
+    await expect(loadTasks(await file("empty.json", ""))).rejects.toThrow(/empty\.json: file is empty$/);
+    await expect(loadTasks(await file("blank.jsonl", "\n  \n\t\n"))).rejects.toThrow(
+      /blank\.jsonl: file has only blank lines, no rows$/,
+    );
+    await expect(loadTasks(await file("empty-array.json", " [] "))).rejects.toThrow(
+      /empty-array\.json: the JSON array is empty, no rows$/,
+    );
+  });
+
+  it("binary garbage fails on its first line as not JSON, with control characters escaped", async () => {
+    const garbage = new Uint8Array([
+      0x00, 0xff, 0x1b, 0x5b, 0x33, 0x31, 0x6d, 0x07, 0x9b, 0x01, 0x0a, 0xfe, 0x80,
+    ]);
+    const path = await file("garbage", garbage);
+    const err = await loadTasks(path).then(
+      () => expect.unreachable("garbage loaded"),
+      (e: Error) => e,
+    );
+    expect(err.message).toMatch(/garbage line 1: not valid JSON \(/);
+    expect(err.message).toContain("\\x1b[31m");
+    expect(err.message).not.toMatch(/[\u0000-\u0008\u001b\u007f-\u009f]/);
+  });
+
+  it.each([
+    ["42", "number"],
+    ["null", "null"],
+    ["[]", "array"],
+    ['"text"', "string"],
+  ])("rows that are %s are not objects", async (row, type) => {
+    const path = await file(`rows-${type}.jsonl`, `\n\n${row}\n${row}\n`);
+    await expect(loadTasks(path)).rejects.toThrow(
+      new RegExp(`rows-${type}\\.jsonl line 3: a row must be a JSON object, got ${type}$`),
+    );
+  });
+
+  it("a JSON array of non-objects names the row", async () => {
+    const path = await file("numbers.json", "[42, 43]");
+    await expect(loadTasks(path)).rejects.toThrow(
+      /numbers\.json row 0: a row must be a JSON object, got number$/,
+    );
+  });
+
+  it("with skipBad, non-object rows are skipped and the object rows still set the layout", async () => {
+    const path = await file("some-objects.jsonl", `42\n${qa("q", ["a"])}\nnull\n`);
+    const { tasks, skipped } = await loadTasks(path, { skipBad: true });
+    expect(tasks.map((t) => t.question)).toEqual(["q"]);
+    expect(skipped.map((s) => [s.where, s.reason])).toEqual([
+      [`${path} line 1`, "a row must be a JSON object, got number"],
+      [`${path} line 3`, "a row must be a JSON object, got null"],
+    ]);
+  });
+
+  it("200k-deep nesting is refused before parsing, not a stack overflow", async () => {
+    const deep = (d: number) => `${"[".repeat(d)}${"]".repeat(d)}`;
+    const jsonl = await file("deep.jsonl", `${qa("q", ["a"])}\n{"question": ${deep(200_000)}}\n`);
+    await expect(loadTasks(jsonl)).rejects.toThrow(/deep\.jsonl line 2: nested deeper than 100 levels$/);
+    const deepObj = `${'{"a":'.repeat(200_000)}1${"}".repeat(200_000)}`;
+    const json = await file("deep.json", `[\n${qa("q", ["a"])},\n${deepObj}\n]`);
+    await expect(loadTasks(json)).rejects.toThrow(
+      /deep\.json: line 3: a row is nested deeper than 100 levels$/,
+    );
+    // Brackets inside strings are text, not nesting.
+    const path = await file("brackets.jsonl", `${qa("[".repeat(1000), ["{".repeat(1000)])}\n`);
+    expect((await loadTasks(path)).tasks).toHaveLength(1);
+  });
+
+  it.skipIf(process.platform === "win32")("a FIFO is refused without opening it", async () => {
+    const fifo = join(dir, "tasks.fifo.jsonl");
+    execFileSync("mkfifo", [fifo]);
+    await expect(loadTasks(fifo)).rejects.toThrow(/tasks\.fifo\.jsonl: not a regular file \(a FIFO\)$/);
+    await expect(loadTasks("/dev/null")).rejects.toThrow("/dev/null: not a regular file (a device)");
+  });
+
+  it("a repeated task id names both lines and the id", async () => {
+    const row = (id: string, question: string) =>
+      JSON.stringify({ id, question, answers: ["a"], kind: "qa", source: "x" });
+    const path = await file("dup.jsonl", [row("t1", "q1"), row("t2", "q2"), "", row("t1", "q3")].join("\n"));
+    await expect(loadTasks(path)).rejects.toThrow(
+      'dup.jsonl line 4, field "id": duplicate task id "t1" (already at line 1)',
+    );
+    const { tasks, skipped } = await loadTasks(path, { skipBad: true });
+    expect(tasks.map((t) => t.question)).toEqual(["q1", "q2"]);
+    expect(skipped).toEqual([
+      { where: `${path} line 4`, field: "id", reason: 'duplicate task id "t1" (already at line 1)' },
+    ]);
+  });
+
+  it("a repeated mapped id is refused too", async () => {
+    const rows = [
+      { q: "a?", g: "1", qid: 7 },
+      { q: "b?", g: "2", qid: "7" },
+    ];
+    const path = await file("dup-mapped.json", JSON.stringify(rows));
+    await expect(loadTasks(path, { map: "question=q,answers=g,id=qid" })).rejects.toThrow(
+      'dup-mapped.json row 1, field "id": duplicate task id "7" (already at row 0)',
+    );
   });
 });
