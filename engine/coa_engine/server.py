@@ -5,8 +5,10 @@ scoring) runs in the gate's exclusive section, between generation batches.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
+import re
 import sys
 import time
 import traceback
@@ -17,7 +19,33 @@ from . import api
 from .api import BadRequest
 from .worker import Worker
 
-MAX_BODY_BYTES = 512 * 1024 * 1024
+# Generous for a training mini-batch (~70 JSON bytes per policy token: about 900k tokens), small enough
+# that one hostile request cannot fill host memory with parsed Python objects.
+MAX_BODY_BYTES = 64 * 1024 * 1024
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
+WILDCARDS = frozenset({"0.0.0.0", "::", "[::]"})
+HOST_HEADER = re.compile(r"^(\[[^\]]+\]|[^:]+)(?::(\d+))?$")
+
+
+def host_allowed(bind_host: str, port: int, header: str | None) -> bool:
+    """Whether a Host header names the address the server is bound as. A DNS-rebinding page reaches a
+    loopback server under its own domain name, so only the loopback names, the explicit bind host and
+    (bound to every address) IP literals, which a page cannot rebind, pass. Mirrors src/server/host-check.ts.
+    """
+    m = HOST_HEADER.match((header or "").strip().lower())
+    if not m or int(m.group(2) or 80) != port:  # browsers leave out the default port
+        return False
+    name = m.group(1)
+    if name in LOOPBACK_NAMES:
+        return True
+    if bind_host in WILDCARDS:
+        try:
+            ipaddress.ip_address(name.strip("[]"))
+            return True
+        except ValueError:
+            return False
+    bind = bind_host.lower()
+    return name in (bind, f"[{bind}]")
 
 
 def completions(w: Worker, body: dict) -> dict:
@@ -156,6 +184,14 @@ class Handler(BaseHTTPRequestHandler):
         path = urlsplit(self.path).path.rstrip("/") or "/"
         status, payload = 200, None
         try:
+            if not host_allowed(self.server.bind_host, self.server.server_address[1], self.headers.get("Host")):
+                self.close_connection = True  # the body stays unread
+                host = self.headers.get("Host") or ""
+                raise BadRequest(
+                    f"Host {json.dumps(host)} is not an address this engine listens on (a page on another "
+                    "domain may be reaching it by DNS rebinding); connect to http://127.0.0.1:PORT",
+                    403,
+                )
             # Read the body first, whatever happens next, so the connection stays in step.
             body = self._read_body() if method == "POST" else None
             route = ROUTES.get((method, path))
@@ -179,10 +215,19 @@ class Handler(BaseHTTPRequestHandler):
         if "chunked" in self.headers.get("Transfer-Encoding", ""):
             self.close_connection = True
             raise BadRequest("chunked request bodies are not supported; send Content-Length", 411)
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY_BYTES:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0:
             self.close_connection = True
-            raise BadRequest(f"request body of {length} bytes is over the {MAX_BODY_BYTES} limit", 413)
+            raise BadRequest("Content-Length must be a non-negative integer")
+        if length > MAX_BODY_BYTES:
+            self.close_connection = True  # never read: the limit holds before any parsing
+            raise BadRequest(
+                f"request body of {length} bytes is over the {MAX_BODY_BYTES} byte limit; send smaller batches",
+                413,
+            )
         raw = self.rfile.read(length)
         try:
             return json.loads(raw or b"{}")
@@ -209,7 +254,7 @@ class EngineServer(ThreadingHTTPServer):
 
     def __init__(self, worker: Worker, host: str, port: int, log_requests: bool = False):
         super().__init__((host, port), Handler)
-        self.worker, self.log_requests = worker, log_requests
+        self.worker, self.log_requests, self.bind_host = worker, log_requests, host
 
 
 def finite(value):

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import path from "node:path";
 import type { Tokenizer } from "../model/index.js";
 import { completionIds, parseCoa, type Step, type Trajectory } from "../protocol/index.js";
@@ -15,6 +16,7 @@ th{background:#eef0f3;font-weight:600}tr:hover td{background:#f0f6ff}
 .ok{color:#16794a;font-weight:600}.bad{color:#b3261e;font-weight:600}
 .step{border-left:5px solid #999;background:#fff;margin:8px 0;padding:6px 10px;border-radius:3px;white-space:pre-wrap}
 .step .label{font:600 11px/1 monospace;text-transform:uppercase;letter-spacing:.05em;color:#555;display:block;margin-bottom:4px}
+.step .label.inline{display:inline}
 .think{border-color:#8a94a6}.plan{border-color:#2f6fde;background:#f2f6ff}.reflection{border-color:#e07b00;background:#fff7ec}
 .suggested_answer{border-color:#7b3fd6;background:#f7f2ff}.double_check{border-color:#0f8f8f;background:#effafa}
 .answer{border-color:#16794a;background:#effaf3}.tool_call{border-color:#c9a400;background:#fffbe6;font-family:monospace}
@@ -24,6 +26,9 @@ th{background:#eef0f3;font-weight:600}tr:hover td{background:#f0f6ff}
 .meta{color:#555;margin:4px 0 12px}.meta b{color:#1d2330}
 details summary{cursor:pointer;color:#555}
 `;
+
+/** The one style sheet's hash, so the Content-Security-Policy can allow it and no other style. */
+export const STYLE_HASH = `'sha256-${createHash("sha256").update(STYLE).digest("base64")}'`;
 
 function page(title: string, body: string): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)} · coa view</title><style>${STYLE}</style></head><body><header><a href="/">coa view</a> · ${escapeHtml(title)}</header><main>${body}</main></body></html>`;
@@ -106,7 +111,7 @@ function renderTrajectory(t: Trajectory, tokenizers: ReadonlyMap<string, Tokeniz
     if (seg.source === "tool") {
       const inner = text.replace(/^\s*<observation>/, "").replace(/<\/observation>\s*$/, "");
       parts.push(
-        `<details class="step observation"><summary><span class="label" style="display:inline">observation · ${seg.ids.length} tokens</span> ${escapeHtml(inner.trim().slice(0, 90))}…</summary>${escapeHtml(inner.trim())}</details>`,
+        `<details class="step observation"><summary><span class="label inline">observation · ${seg.ids.length} tokens</span> ${escapeHtml(inner.trim().slice(0, 90))}…</summary>${escapeHtml(inner.trim())}</details>`,
       );
       continue;
     }
@@ -135,7 +140,7 @@ function renderMas(m: MasTrace): string {
       const text = msg.tool ? `${msg.tool.name}: ${msg.tool.args}` : msg.content;
       const cls = `step agent agent-${msg.from}`;
       if (msg.kind === "observation")
-        return `<details class="${cls}"><summary><span class="label" style="display:inline">${escapeHtml(label)}</span> ${escapeHtml(text.slice(0, 90))}…</summary>${escapeHtml(text)}</details>`;
+        return `<details class="${cls}"><summary><span class="label inline">${escapeHtml(label)}</span> ${escapeHtml(text.slice(0, 90))}…</summary>${escapeHtml(text)}</details>`;
       return `<div class="${cls}"><span class="label">${escapeHtml(label)}</span>${escapeHtml(text)}</div>`;
     })
     .join("");

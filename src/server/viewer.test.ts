@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
 import { mkdtemp, writeFile } from "node:fs/promises";
+import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { chromium } from "playwright-core";
@@ -60,11 +61,71 @@ describe("coa view over HTTP", () => {
   });
 });
 
+/** A raw HTTP exchange, so the Host header and body can be whatever a hostile page or client sends. */
+function rawRequest(head: string, body = ""): Promise<{ status: number; text: string }> {
+  const port = Number(new URL(viewer.url).port);
+  return new Promise((resolve, reject) => {
+    let reply = "";
+    const socket = net.connect(port, "127.0.0.1", () =>
+      socket.write(`${head.replaceAll("PORT", String(port))}\r\nConnection: close\r\n\r\n${body}`),
+    );
+    socket.on("data", (d) => {
+      reply += d;
+    });
+    // The server answers before reading an oversized body; writing the rest may then fail.
+    socket.on("error", (err: NodeJS.ErrnoException) => (err.code === "ECONNRESET" ? undefined : reject(err)));
+    socket.on("close", () =>
+      resolve({ status: Number(reply.split(" ")[1]), text: reply.slice(reply.indexOf("\r\n\r\n") + 4) }),
+    );
+  });
+}
+
+describe("coa view against hostile requests", () => {
+  it("refuses a Host header that is not its own (DNS rebinding) with 403", async () => {
+    for (const host of ["evil.example", "evil.example:PORT", "127.0.0.1.evil.example:PORT", "127.0.0.1:1"]) {
+      const res = await rawRequest(`GET / HTTP/1.1\r\nHost: ${host}`);
+      expect(res.status, host).toBe(403);
+      expect(res.text).toContain("not an address this server listens on");
+      expect(res.text).not.toContain("Corvel");
+    }
+    expect((await rawRequest("GET / HTTP/1.1")).status, "no Host").toBe(400);
+    for (const host of ["127.0.0.1:PORT", "localhost:PORT"])
+      expect((await rawRequest(`GET / HTTP/1.1\r\nHost: ${host}`)).status, host).toBe(200);
+  });
+
+  it("refuses request bodies with 413, by Content-Length or by streaming", async () => {
+    const big = await rawRequest(
+      `POST / HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\nContent-Length: ${64 * 1024 * 1024}`,
+      "x".repeat(64 * 1024),
+    );
+    expect(big.status).toBe(413);
+    expect(big.text).toContain("takes no request body");
+    const chunked = await rawRequest(
+      "POST / HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\nTransfer-Encoding: chunked",
+      `1000\r\n${"x".repeat(4096)}\r\n0\r\n\r\n`,
+    );
+    expect(chunked.status).toBe(413);
+  });
+
+  it("sends a Content-Security-Policy that allows no scripts and only its own style sheet", async () => {
+    const res = await fetch(viewer.url);
+    const csp = res.headers.get("content-security-policy") ?? "";
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toMatch(/style-src 'sha256-[A-Za-z0-9+/=]+'/);
+    expect(csp).not.toContain("unsafe-inline");
+    expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(await res.text()).not.toContain("style=");
+  });
+});
+
 describe.skipIf(!existsSync(CHROMIUM))("coa view in headless Chromium", () => {
   it("shows a trajectory's steps colored by role, with the observation folded", async () => {
     const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
     try {
       const page = await browser.newPage({ viewport: { width: 1000, height: 700 } });
+      // A policy violation shows up as a console error; the page must run clean under its own CSP.
+      const errors: string[] = [];
+      page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
       await page.goto(viewer.url);
       await page.getByRole("link", { name: "In which year was Corvel Ltd founded?" }).click();
       await expect.poll(() => page.locator("h2").textContent()).toBe("In which year was Corvel Ltd founded?");
@@ -95,6 +156,7 @@ describe.skipIf(!existsSync(CHROMIUM))("coa view in headless Chromium", () => {
       expect(shot.subarray(1, 4).toString()).toBe("PNG");
       // A page with real content compresses far worse than a blank one (a blank 1000×700 PNG is ~5 KB).
       expect(shot.length).toBeGreaterThan(20_000);
+      expect(errors).toEqual([]);
     } finally {
       await browser.close();
     }

@@ -1,7 +1,10 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
-import { renderIndexPage, renderRecordPage } from "./html.js";
+import { bodyLimit } from "hono/body-limit";
+import { secureHeaders } from "hono/secure-headers";
+import { hostAllowed, hostCheck, hostForm } from "./host-check.js";
+import { renderIndexPage, renderRecordPage, STYLE_HASH } from "./html.js";
 import { type LoadedRecords, loadRecords } from "./records.js";
 
 export interface ViewerOptions {
@@ -19,14 +22,39 @@ export interface RunningViewer {
   close(): Promise<void>;
 }
 
-/** Builds the viewer's routes over records loaded on each listing, so a running job's new lines show up. */
-export function viewerApp(opts: { paths: string[]; root: string }): Hono {
+/** Pages are static HTML with one hashed style sheet: no scripts, no other sources, no framing. */
+const CONTENT_SECURITY_POLICY = {
+  defaultSrc: ["'none'"],
+  styleSrc: [STYLE_HASH],
+  formAction: ["'self'"],
+  baseUri: ["'none'"],
+  frameAncestors: ["'none'"],
+};
+
+/** The viewer takes no request bodies at all. */
+const NO_BODY = bodyLimit({
+  maxSize: 0,
+  onError: (c) => c.text("413: coa view takes no request body\n", 413),
+});
+
+/**
+ * Builds the viewer's routes over records loaded on each listing, so a running job's new lines show up.
+ * `allowHost` judges each request's Host header (see hostAllowed).
+ */
+export function viewerApp(opts: {
+  paths: string[];
+  root: string;
+  allowHost: (header: string | undefined) => boolean;
+}): Hono {
   let cache: LoadedRecords | null = null;
   const load = async (fresh: boolean) => {
     if (fresh || !cache) cache = await loadRecords(opts.paths);
     return cache;
   };
   return new Hono()
+    .use(hostCheck(opts.allowHost))
+    .use(NO_BODY)
+    .use(secureHeaders({ contentSecurityPolicy: CONTENT_SECURITY_POLICY }))
     .get("/", async (c) =>
       c.html(renderIndexPage(await load(true), { root: opts.root, query: c.req.query("q") ?? "" })),
     )
@@ -43,14 +71,17 @@ export async function startViewer(opts: ViewerOptions): Promise<RunningViewer> {
   const root = opts.root ?? process.cwd();
   const loaded = await loadRecords(opts.paths);
   if (loaded.files.length === 0) throw new Error(`no .jsonl files found under ${opts.paths.join(", ")}`);
-  const app = viewerApp({ paths: opts.paths, root });
   const host = opts.host ?? "127.0.0.1";
+  // The port is known once listening, before any request can arrive.
+  let allowHost: (header: string | undefined) => boolean = () => false;
+  const app = viewerApp({ paths: opts.paths, root, allowHost: (h) => allowHost(h) });
   const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
     const s = serve({ fetch: app.fetch, hostname: host, port: opts.port ?? 0 }, () => resolve(s));
   });
   const { port } = server.address() as AddressInfo;
+  allowHost = hostAllowed(host, port);
   return {
-    url: `http://${host}:${port}/`,
+    url: `http://${hostForm(host)}:${port}/`,
     records: loaded.records.length,
     close: () =>
       new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve()))),
