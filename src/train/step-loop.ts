@@ -49,6 +49,21 @@ export interface BatchSource {
   at(epoch: number, index: number): SftSequence[];
 }
 
+/**
+ * Caches what `make` builds for an epoch, keeping the last two: the loop asks for the current epoch
+ * many times and crosses into the next one once.
+ */
+export function memoEpochs<T>(make: (epoch: number) => T): (epoch: number) => T {
+  const cache = new Map<number, T>();
+  return (epoch) => {
+    if (!cache.has(epoch)) {
+      cache.set(epoch, make(epoch));
+      if (cache.size > 2) cache.delete(cache.keys().next().value!);
+    }
+    return cache.get(epoch)!;
+  };
+}
+
 export interface StepLoopSpec {
   kind: string;
   runDir: string;

@@ -1,7 +1,7 @@
 import type { SftSequence, Tokenizer } from "../../model/index.js";
 import { deriveSeed, shuffled } from "../seeds.js";
 import { packInOrder } from "../sft/batches.js";
-import type { BatchSource } from "../step-loop.js";
+import { type BatchSource, memoEpochs } from "../step-loop.js";
 import type { PretrainConfig } from "./config.js";
 import type { PretrainCorpus } from "./corpus.js";
 import { DOC_KINDS, type DocKind, docText, type PretrainDoc } from "./drills.js";
@@ -67,20 +67,17 @@ function copySequences(tok: Tokenizer, docs: readonly PretrainDoc[], maxLength: 
 export function pretrainText(config: TextConfig, tok: Tokenizer, corpus: PretrainCorpus): PretrainText {
   const docs = corpus.train.map((d) => streamIds(tok, d));
   const perStep = Math.floor(config.batchTokens / config.maxLength);
-  const passes = new Map<number, PackedStream>();
-  const pass = (epoch: number): PackedStream => {
-    let p = passes.get(epoch);
-    if (!p) {
-      const order = shuffled(
-        docs.map((_, i) => i),
-        deriveSeed(config.seed, "order", epoch),
-      );
-      p = new PackedStream(docs, order, config.maxLength);
-      passes.set(epoch, p);
-      if (passes.size > 2) passes.delete(passes.keys().next().value!);
-    }
-    return p;
-  };
+  const pass = memoEpochs(
+    (epoch) =>
+      new PackedStream(
+        docs,
+        shuffled(
+          docs.map((_, i) => i),
+          deriveSeed(config.seed, "order", epoch),
+        ),
+        config.maxLength,
+      ),
+  );
   const steps = Math.floor(pass(0).count / perStep);
   if (steps === 0)
     throw new Error(

@@ -4,7 +4,7 @@ import { z } from "zod";
 import type { SftSequence } from "../../model/index.js";
 import { writeCurvesReport } from "../report.js";
 import { writeJsonAtomic } from "../run-folder.js";
-import { runStepLoop, type StepLoopOptions, type StepMetrics, StepState } from "../step-loop.js";
+import { memoEpochs, runStepLoop, type StepLoopOptions, type StepMetrics, StepState } from "../step-loop.js";
 import type { TrainerClient } from "../trainer-client.js";
 import { epochBatches, packInOrder, splitHoldout } from "./batches.js";
 import { SftConfig, type SftConfigInput } from "./config.js";
@@ -118,16 +118,3 @@ const SFT_CURVES = [
     keys: ["dev_success", "dev_entity_copy", "dev_value_copy"],
   },
 ];
-
-function memoEpochs(make: (epoch: number) => number[][]): (epoch: number) => number[][] {
-  const cache = new Map<number, number[][]>();
-  return (epoch) => {
-    let v = cache.get(epoch);
-    if (!v) {
-      v = make(epoch);
-      cache.set(epoch, v);
-      if (cache.size > 2) cache.delete(cache.keys().next().value!);
-    }
-    return v;
-  };
-}
