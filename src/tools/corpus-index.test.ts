@@ -1,8 +1,17 @@
 import { appendFile, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CorpusIndex, defaultIndexDir, normalizeUrl } from "./corpus-index.js";
+import { CorpusIndex, defaultIndexDir, MemoryIndex, normalizeUrl } from "./corpus-index.js";
 import { WORLD_DOCS, writeCorpusFile } from "./test-corpus.js";
+
+describe("MemoryIndex", () => {
+  it("ranks and snippets documents in memory exactly as the persisted index does", async () => {
+    const { index } = await CorpusIndex.open(await writeCorpusFile());
+    const memory = new MemoryIndex(WORLD_DOCS);
+    for (const query of ["Ilse Brandt", "bridge", "mining village", "the of and"])
+      expect(memory.search(query, 3)).toEqual(await index.search(query, 3));
+  });
+});
 
 describe("CorpusIndex", () => {
   it("ranks by BM25 with titles boosted, and snippets the relevant sentence", async () => {

@@ -108,6 +108,42 @@ async function writeAtomic(path: string, data: string): Promise<void> {
   await rename(`${path}.tmp`, path);
 }
 
+/** Positions of the `k` best documents for `query` by BM25, best first. */
+const rankBm25 = (engine: MiniSearch<IndexedFields>, query: string, k: number): number[] =>
+  engine
+    .search(query)
+    .slice(0, k)
+    .map((r) => r.id as number);
+
+/** Search results as the search tool shows them: each document with its most query-relevant snippet. */
+function hitsFor(query: string, docs: readonly CorpusDoc[]): SearchHit[] {
+  const queryTerms = new Set(termsOf(query));
+  return docs.map((doc) => ({
+    title: doc.title,
+    ...(doc.url ? { url: doc.url } : {}),
+    snippet: bestSnippet(doc.text, queryTerms),
+  }));
+}
+
+/**
+ * The same ranking and snippets as a `CorpusIndex`, over documents already in memory and never
+ * persisted: for text generated on the fly, such as pretraining drills that show search results.
+ */
+export class MemoryIndex {
+  private readonly engine = new MiniSearch<IndexedFields>(MINISEARCH_OPTIONS);
+
+  constructor(private readonly docs: readonly CorpusDoc[]) {
+    this.engine.addAll(docs.map((d, i) => ({ i, title: d.title, text: d.text })));
+  }
+
+  search(query: string, k: number): SearchHit[] {
+    return hitsFor(
+      query,
+      rankBm25(this.engine, query, k).map((i) => this.docs[i]),
+    );
+  }
+}
+
 /**
  * A BM25 index over a JSONL corpus, persisted next to it. Document texts stay in the corpus file: the
  * index keeps each row's byte position and reads the few rows it needs for snippets.
@@ -215,23 +251,14 @@ export class CorpusIndex {
     return new CorpusIndex(corpus, manifest, engine, docs);
   }
 
-  /** The `k` best documents for `query` by BM25: positions in the corpus and scores, best first. */
-  rank(query: string, k: number): Array<{ doc: number; score: number }> {
-    return this.engine
-      .search(query)
-      .slice(0, k)
-      .map((r) => ({ doc: r.id as number, score: r.score }));
+  /** Corpus positions of the `k` best documents for `query` by BM25, best first. */
+  rank(query: string, k: number): number[] {
+    return rankBm25(this.engine, query, k);
   }
 
   /** The `k` best documents for `query` by BM25, each with its most query-relevant snippet. */
   async search(query: string, k: number): Promise<SearchHit[]> {
-    const rows = await this.readDocs(this.rank(query, k).map((r) => r.doc));
-    const queryTerms = new Set(termsOf(query));
-    return rows.map((doc) => ({
-      title: doc.title,
-      ...(doc.url ? { url: doc.url } : {}),
-      snippet: bestSnippet(doc.text, queryTerms),
-    }));
+    return hitsFor(query, await this.readDocs(this.rank(query, k)));
   }
 
   /** The corpus document whose `url` field is `url` (compared after normalisation), if any. */

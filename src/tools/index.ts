@@ -5,6 +5,7 @@ export {
   CorpusIndex,
   defaultIndexDir,
   type IndexManifest,
+  MemoryIndex,
   type OpenIndexOptions,
 } from "./corpus-index.js";
 export { type CrawlArgs, createCrawlTool } from "./crawl-tool.js";

@@ -244,3 +244,31 @@ export function readFact(type: EntityType, attr: Attr, text: string): string | n
   }
   return null;
 }
+
+/** The words a searcher adds to a name to find a fact: the ones this world's prose states it with. */
+const QUERY_WORDS: Partial<Record<Attr, string>> = {
+  founder: "founded by",
+  founded: "founded",
+  birthYear: "born",
+  birthplace: "born",
+  mentor: "mentor",
+  occupation: "occupation",
+  hq: "based in",
+  members: "members",
+  author: "written by",
+  pages: "pages",
+  location: "held in",
+  organizer: "organized by",
+  attendance: "attendees",
+  country: "city in",
+  population: "population",
+  capital: "capital",
+  independence: "independent",
+  year: "year",
+};
+
+/** A search query for some facts about a subject: the name, then a word or two per fact. */
+export function queryFor(subject: string, attrs: readonly Attr[]): string {
+  const words = [...new Set(attrs.map((a) => QUERY_WORDS[a] ?? ""))].filter(Boolean);
+  return [subject, ...words].join(" ");
+}

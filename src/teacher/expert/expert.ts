@@ -7,6 +7,7 @@ import {
   Plan,
   type PlanStep,
   type PlanSubject,
+  queryFor,
   Rng,
   readFact,
   type Task,
@@ -14,7 +15,7 @@ import {
 import type { AgentCall, AgentReply, Driver, DriverEpisode } from "../agents.js";
 import type { MasMessage } from "../trace.js";
 import { type Hit, isArticle, isOwnArticle, looksLike, pageKind, parseHits } from "./hits.js";
-import { attrList, attrName, capitalize, factClause, queryFor, TYPE_NOUNS } from "./phrases.js";
+import { attrList, attrName, capitalize, factClause, TYPE_NOUNS } from "./phrases.js";
 import { arithmeticCode, type ComputeFn, programCode, readNumber, withTypo } from "./python.js";
 
 /**

@@ -33,33 +33,6 @@ export function attrList(type: EntityType, attrs: readonly Attr[]): string {
   return `the ${names.length > 1 ? `${names.slice(0, -1).join(", ")} and ${names.at(-1)}` : names[0]}`;
 }
 
-const QUERY_WORDS: Partial<Record<Attr, string>> = {
-  founder: "founded by",
-  founded: "founded",
-  birthYear: "born",
-  birthplace: "born",
-  mentor: "mentor",
-  occupation: "occupation",
-  hq: "based in",
-  members: "members",
-  author: "written by",
-  pages: "pages",
-  location: "held in",
-  organizer: "organized by",
-  attendance: "attendees",
-  country: "city in",
-  population: "population",
-  capital: "capital",
-  independence: "independent",
-  year: "year",
-};
-
-/** A search query for some facts about a subject: the name, then a word or two per fact. */
-export function queryFor(subject: string, attrs: readonly Attr[]): string {
-  const words = [...new Set(attrs.map((a) => QUERY_WORDS[a] ?? ""))].filter(Boolean);
-  return [subject, ...words].join(" ");
-}
-
 export const TYPE_NOUNS: Record<EntityType, string> = {
   person: "person",
   city: "city",

@@ -11,6 +11,8 @@ export interface PretrainCorpus {
   eval: PretrainDoc[];
   /** The held-out world's lookup and chain drills, whatever the mix: `eval_copy_loss`. */
   copy: PretrainDoc[];
+  /** The held-out world's search drills, whatever the mix: `eval_read_loss`. */
+  read: PretrainDoc[];
   /** Entity names (article titles) of the training worlds and of the held-out one. */
   names: { train: string[]; eval: string[] };
 }
@@ -32,7 +34,7 @@ export function pretrainCorpus(
   onWorld?: (seed: number, done: number, total: number) => void,
 ): PretrainCorpus {
   const seeds = [...spec.worlds.train, spec.worlds.eval];
-  const corpus: PretrainCorpus = { train: [], eval: [], copy: [], names: { train: [], eval: [] } };
+  const corpus: PretrainCorpus = { train: [], eval: [], copy: [], read: [], names: { train: [], eval: [] } };
   seeds.forEach((seed, i) => {
     const world = generateWorld(seed, spec.size, { maxHops: spec.maxHops });
     const types = articleTypes(seed, spec.size);
@@ -42,6 +44,7 @@ export function pretrainCorpus(
     if (seed === spec.worlds.eval) {
       corpus.eval = mixed;
       corpus.copy = [...docs.lookup, ...docs.chain];
+      corpus.read = docs.search;
       corpus.names.eval = names;
     } else {
       corpus.train.push(...mixed);

@@ -34,11 +34,13 @@ describe("pretrainText", () => {
     expect(text.data.epoch).toMatchObject({ steps: text.batches.count(0), sequencesPerStep: 4 });
   });
 
-  it("holds out whole sequences of the unseen world, and its copied names alone for the copy loss", () => {
+  it("holds out whole sequences of the unseen world, and its copied names and read values alone", () => {
     expect(text.evals.eval_loss.flat()).toHaveLength(4); // ceil(1000 / 256)
     const copies = text.evals.eval_copy_loss.flat();
+    const reads = text.evals.eval_read_loss.flat();
     expect(copies).toHaveLength(8);
-    for (const s of copies) {
+    expect(reads).toHaveLength(8);
+    for (const s of [...copies, ...reads]) {
       expect(tok.decode(s.input_ids)).toMatch(/^Question: /);
       // Each stretch the loss is on repeats, verbatim, text before it: a copy, not a guess.
       for (let i = 0; i < s.input_ids.length; i++) {
@@ -46,13 +48,15 @@ describe("pretrainText", () => {
         let end = i;
         while (s.loss_mask[end]) end++;
         const before = tok.decode(s.input_ids.slice(0, i));
-        expect(before.endsWith(":")).toBe(true);
+        expect(before).toMatch(/(:| is)$/);
         expect(before).toContain(tok.decode(s.input_ids.slice(i, end)).trim());
       }
     }
+    expect(reads.some((s) => tok.decode(s.input_ids).includes("\nFound: the "))).toBe(true);
     expect(text.data.eval.copyTokens).toBe(
       copies.reduce((n, s) => n + s.loss_mask.filter(Boolean).length, 0),
     );
+    expect(text.data.eval.readTokens).toBe(reads.reduce((n, s) => n + s.loss_mask.filter(Boolean).length, 0));
   });
 
   it("describes the text: kinds, worlds, and a byte tokenizer's fertility of one token per character", () => {

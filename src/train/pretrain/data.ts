@@ -18,13 +18,19 @@ export interface PretrainData {
   epoch: { tokens: number; sequences: number; steps: number; sequencesPerStep: number };
   /** On the training worlds' text and names, and on the held-out world's, which the tokenizer never saw. */
   fertility: { train: Fertility; heldOut: Fertility };
-  eval: { sequences: number; copyExamples: number; copyTokens: number };
+  eval: {
+    sequences: number;
+    copyExamples: number;
+    copyTokens: number;
+    readExamples: number;
+    readTokens: number;
+  };
 }
 
 /** The tokenized text of a run: training batches, held-out sets, and their description. */
 export interface PretrainText {
   batches: BatchSource;
-  evals: { eval_loss: SftSequence[][]; eval_copy_loss: SftSequence[][] };
+  evals: { eval_loss: SftSequence[][]; eval_copy_loss: SftSequence[][]; eval_read_loss: SftSequence[][] };
   data: PretrainData;
 }
 
@@ -58,11 +64,33 @@ function copySequences(tok: Tokenizer, docs: readonly PretrainDoc[], maxLength: 
   });
 }
 
+/** `copyExamples` of the held-out drills, drawn by `name`, batched for a copy loss. */
+function heldOutCopies(
+  tok: Tokenizer,
+  drills: readonly PretrainDoc[],
+  name: string,
+  config: Pick<TextConfig, "copyExamples" | "batchTokens" | "maxLength" | "seed">,
+) {
+  const picked = shuffled(drills, deriveSeed(config.seed, name)).slice(0, config.copyExamples);
+  const seqs = copySequences(tok, picked, config.maxLength);
+  const batches = packInOrder(
+    seqs.map((_, i) => i),
+    seqs.map((s) => s.input_ids.length),
+    config.batchTokens,
+  ).map((b) => b.map((i) => seqs[i]));
+  return {
+    batches,
+    examples: seqs.length,
+    tokens: seqs.reduce((sum, s) => sum + s.loss_mask.filter((m) => m).length, 0),
+  };
+}
+
 /**
  * Tokenizes a run's text. Pass `epoch` lays the training documents end to end in an order drawn from
  * (seed, epoch) and cuts `maxLength`-token sequences; a step takes floor(batchTokens / maxLength) of
  * them. Held out: the first `evalTokens` of the held-out world's text, packed the same way, and
- * `copyExamples` of its drills for the copy loss.
+ * `copyExamples` of its lookup and chain drills for the copy loss, and of its search drills for the
+ * read loss.
  */
 export function pretrainText(config: TextConfig, tok: Tokenizer, corpus: PretrainCorpus): PretrainText {
   const docs = corpus.train.map((d) => streamIds(tok, d));
@@ -94,13 +122,8 @@ export function pretrainText(config: TextConfig, tok: Tokenizer, corpus: Pretrai
     { length: Math.min(evalPass.count, Math.ceil(config.evalTokens / config.maxLength)) },
     (_, k) => allTokens(evalPass.sequence(k)),
   );
-  const copyDocs = shuffled(corpus.copy, deriveSeed(config.seed, "copy")).slice(0, config.copyExamples);
-  const copySeqs = copySequences(tok, copyDocs, config.maxLength);
-  const copyBatches = packInOrder(
-    copySeqs.map((_, i) => i),
-    copySeqs.map((s) => s.input_ids.length),
-    config.batchTokens,
-  ).map((b) => b.map((i) => copySeqs[i]));
+  const copy = heldOutCopies(tok, corpus.copy, "copy", config);
+  const read = heldOutCopies(tok, corpus.read, "read", config);
 
   const size = (list: readonly PretrainDoc[], ids: readonly Int32Array[]) => ({
     chars: list.reduce((sum, d) => sum + docText(d).length, 0),
@@ -117,7 +140,11 @@ export function pretrainText(config: TextConfig, tok: Tokenizer, corpus: Pretrai
       at: (epoch, index) =>
         Array.from({ length: perStep }, (_, j) => allTokens(pass(epoch).sequence(index * perStep + j))),
     },
-    evals: { eval_loss: chunk(evalSeqs, perStep), eval_copy_loss: copyBatches },
+    evals: {
+      eval_loss: chunk(evalSeqs, perStep),
+      eval_copy_loss: copy.batches,
+      eval_read_loss: read.batches,
+    },
     data: {
       tokenizer: { name: tok.name, vocabSize: tok.vocabSize },
       worlds: { train: [...config.worlds.train], eval: config.worlds.eval },
@@ -134,8 +161,10 @@ export function pretrainText(config: TextConfig, tok: Tokenizer, corpus: Pretrai
       },
       eval: {
         sequences: evalSeqs.length,
-        copyExamples: copySeqs.length,
-        copyTokens: copySeqs.reduce((sum, s) => sum + s.loss_mask.filter((m) => m).length, 0),
+        copyExamples: copy.examples,
+        copyTokens: copy.tokens,
+        readExamples: read.examples,
+        readTokens: read.tokens,
       },
     },
   };

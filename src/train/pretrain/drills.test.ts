@@ -1,6 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { articleTypes, type EntityType, generateWorld, type Task, type WorldDoc } from "../../tasks/index.js";
-import { chainDrill, docText, factsDrill, lookupDrill, type PretrainDoc, worldDocuments } from "./drills.js";
+import { MemoryIndex } from "../../tools/index.js";
+import {
+  chainDrill,
+  docText,
+  factsDrill,
+  lookupDrill,
+  type PretrainDoc,
+  searchDrill,
+  worldDocuments,
+} from "./drills.js";
 
 const doc = (id: string, title: string, text: string): WorldDoc => ({
   id,
@@ -107,6 +116,34 @@ describe("chainDrill", () => {
   });
 });
 
+describe("searchDrill", () => {
+  const index = new MemoryIndex([holt, marrow, tessmoor, fanPage]);
+
+  it("searches for each subject, shows the results, and reads the value from the subject's own article", () => {
+    const drill = searchDrill(mentorsBirthplace, index)!;
+    const text = docText(drill);
+    // The fan page about Varen Holt is among the results; the value comes from the encyclopedia.
+    expect(text).toContain(
+      "Search: Varen Holt mentor\n1. Varen Holt (https://world.local/wiki/Varen_Holt)\n   Varen Holt (born 1852",
+    );
+    expect(text).toContain("(https://world.local/fans/Varen_Holt)");
+    expect(text).toContain("Found: the mentor of Varen Holt is Ilsa Marrow\nSearch: Ilsa Marrow born\n");
+    expect(text).toContain("Found: the birthplace of Ilsa Marrow is Tessmoor\nAnswer: Tessmoor\n");
+    expect(copied(drill)).toEqual([" Varen Holt", " Ilsa Marrow", " Ilsa Marrow", " Tessmoor", " Tessmoor"]);
+  });
+
+  it("copies a count as the snippet writes it, and gives up when the subject's article is not found", () => {
+    const population = task("multihop", "What is the population of Tessmoor?", "1329412", [
+      { op: "lookup", subject: "Tessmoor", type: "city", attr: "population" },
+    ]);
+    expect(docText(searchDrill(population, index)!)).toContain(
+      "Found: the population of Tessmoor is 1,329,412\nAnswer: 1,329,412\n",
+    );
+    expect(searchDrill(mentorsBirthplace, new MemoryIndex([holt, fanPage]))).toBeNull();
+    expect(searchDrill(modpow, index)).toBeNull();
+  });
+});
+
 describe("factsDrill", () => {
   it("asks an article each fact it states; the answers are copied as the article writes them", () => {
     const drill = factsDrill(tessmoor, "city")!;
@@ -133,6 +170,7 @@ describe("worldDocuments", () => {
     expect(docs.lookup).toHaveLength(2);
     expect(docs.chain).toHaveLength(2);
     expect(docs.facts).toHaveLength(3);
+    expect(docs.search).toHaveLength(2);
   });
 
   it("on a generated world: every copy is verbatim from earlier in its document, and most drills copy", () => {
@@ -145,7 +183,8 @@ describe("worldDocuments", () => {
     const lookups = world.splits.train.filter((t) => t.kind !== "computation").length;
     expect(docs.lookup.length).toBe(lookups);
     expect(docs.chain.length).toBeGreaterThan(0.9 * lookups);
-    for (const d of [...docs.lookup, ...docs.chain, ...docs.facts]) {
+    expect(docs.search.length).toBeGreaterThan(0.9 * lookups);
+    for (const d of [...docs.lookup, ...docs.chain, ...docs.facts, ...docs.search]) {
       let before = "";
       for (const p of d.parts) {
         if (p.copy) expect(before).toContain(p.text.trim());

@@ -2,14 +2,18 @@ import { z } from "zod";
 import {
   type Attr,
   articleId,
+  docUrl,
   type EntityType,
   inSentence,
   Plan,
+  type PlanStep,
+  queryFor,
   Rng,
   readFact,
   type Task,
   type WorldDoc,
 } from "../../tasks/index.js";
+import { formatHits, MemoryIndex } from "../../tools/index.js";
 
 /**
  * The kinds of pretraining text one world yields. `articles` and `pages` are its corpus as the
@@ -20,8 +24,11 @@ import {
  * - `chain`: a question, then every lookup its plan needs, each followed by the article found, the
  *   next subject copied out of it, and the answer.
  * - `facts`: an article, then a question about each fact it states and the value as written.
+ * - `search`: a chain whose lookups are searches of the world's corpus, each followed by the
+ *   results as the search tool shows them (distractors and conflicting pages included) and the
+ *   value read out of the right one: what an agent must do with an observation.
  */
-export const DOC_KINDS = ["articles", "pages", "lookup", "chain", "facts"] as const;
+export const DOC_KINDS = ["articles", "pages", "lookup", "chain", "facts", "search"] as const;
 export const DocKind = z.enum(DOC_KINDS);
 export type DocKind = z.infer<typeof DocKind>;
 
@@ -100,11 +107,21 @@ export function lookupDrill(task: Task): PretrainDoc | null {
   return build("lookup", [`Question: ${task.question}\nLookup:`, { copy: ` ${first.subject}` }, "\n"]);
 }
 
+/** What one lookup of a plan adds to a drill: its text, and the value found (null: not found). */
+type LookupReader = (
+  subject: string,
+  step: Extract<PlanStep, { op: "lookup" }>,
+) => {
+  pieces: Piece[];
+  value: string | null;
+};
+
 /**
- * Follows the question's plan through the world's articles. Null when the plan has no lookup or a
- * step cannot be followed (a chain with a gap would teach a copy from nowhere).
+ * Follows the question's plan, one lookup after another, each subject copied from the question or
+ * from an earlier lookup's value; then the answer. Null when the plan has no lookup or a step cannot
+ * be followed (a chain with a gap would teach a copy from nowhere).
  */
-export function chainDrill(task: Task, articles: ReadonlyMap<string, WorldDoc>): PretrainDoc | null {
+function planDrill(kind: DocKind, task: Task, read: LookupReader): PretrainDoc | null {
   const plan = planOf(task);
   if (!plan?.steps.some((s) => s.op === "lookup")) return null;
   const pieces: Piece[] = [`Question: ${task.question}\n`];
@@ -115,18 +132,58 @@ export function chainDrill(task: Task, articles: ReadonlyMap<string, WorldDoc>):
       continue;
     }
     const subject = typeof step.subject === "string" ? step.subject : results[step.subject.ref];
-    const article = subject ? articles.get(articleId(subject)) : undefined;
-    const value = article ? readFact(step.type, step.attr, article.text) : null;
-    if (!article || value === null) return null;
-    pieces.push("Lookup:", { copy: ` ${subject}` }, `\nFound: ${article.text}\n`);
-    results.push(value);
+    const found = subject ? read(subject, step) : null;
+    if (!found || found.value === null) return null;
+    pieces.push(...found.pieces);
+    results.push(found.value);
   }
   // An arithmetic answer is computed (by the code tool, in an episode), not read; it is left out.
   if (task.kind !== "arithmetic" && task.answers.length) {
     const read = pieces.map((p) => (typeof p === "string" ? p : p.copy)).join("");
     pieces.push("Answer:", { copy: ` ${asWritten(task.answers[0], read)}` }, "\n");
   }
-  return build("chain", pieces);
+  return build(kind, pieces);
+}
+
+/** A plan followed through the world's articles: each lookup names the subject, then its article. */
+export function chainDrill(task: Task, articles: ReadonlyMap<string, WorldDoc>): PretrainDoc | null {
+  return planDrill("chain", task, (subject, step) => {
+    const article = articles.get(articleId(subject));
+    return {
+      pieces: ["Lookup:", { copy: ` ${subject}` }, `\nFound: ${article?.text}\n`],
+      value: article ? readFact(step.type, step.attr, article.text) : null,
+    };
+  });
+}
+
+/** How many results a search shows in a `search` drill: the demo's `--search-top-k`. */
+export const SEARCH_DRILL_RESULTS = 3;
+
+/**
+ * A plan followed through searches of the world's corpus: each lookup is a query, the results as the
+ * search tool prints them, and the value as the subject's own encyclopedia result states it (pages
+ * that contradict it are among the results, as in an episode). A lookup whose article is not among
+ * the results, or whose snippet does not state the fact, ends the drill (null).
+ */
+export function searchDrill(task: Task, index: MemoryIndex): PretrainDoc | null {
+  return planDrill("search", task, (subject, step) => {
+    const query = queryFor(subject, [step.attr]);
+    const hits = index.search(query, SEARCH_DRILL_RESULTS);
+    const own = hits.find((h) => h.url === docUrl(articleId(subject)));
+    const value = own ? readFact(step.type, step.attr, own.snippet) : null;
+    if (!own || value === null) return { pieces: [], value: null };
+    return {
+      pieces: [
+        "Search:",
+        { copy: ` ${subject}` },
+        `${query.slice(subject.length)}\n${formatHits(query, hits)}\n`,
+        `Found: the ${PHRASES[step.attr]} of ${inSentence({ type: step.type, name: subject })} is`,
+        { copy: ` ${asWritten(value, own.snippet)}` },
+        "\n",
+      ],
+      value,
+    };
+  });
 }
 
 /** An article, then each fact it states asked about, in an order of its own (seeded by its id). */
@@ -152,6 +209,7 @@ export function factsDrill(doc: WorldDoc, type: EntityType): PretrainDoc | null 
 /** Every document of every kind one world yields, in corpus and question order. */
 export function worldDocuments(world: WorldText): Record<DocKind, PretrainDoc[]> {
   const articles = new Map(world.corpus.filter((d) => world.types.has(d.id)).map((d) => [d.id, d]));
+  const index = new MemoryIndex(world.corpus);
   const some = <T>(xs: readonly T[], f: (x: T) => PretrainDoc | null) =>
     xs.map(f).filter((d): d is PretrainDoc => d !== null);
   return {
@@ -160,5 +218,6 @@ export function worldDocuments(world: WorldText): Record<DocKind, PretrainDoc[]>
     lookup: some(world.questions, lookupDrill),
     chain: some(world.questions, (t) => chainDrill(t, articles)),
     facts: some([...articles.values()], (d) => factsDrill(d, world.types.get(d.id)!)),
+    search: some(world.questions, (t) => searchDrill(t, index)),
   };
 }

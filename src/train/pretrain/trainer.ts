@@ -22,6 +22,7 @@ export interface PretrainSummary {
   lastLoss: number | null;
   evalLoss: number | null;
   copyLoss: number | null;
+  readLoss: number | null;
   checkpoint: string;
   data: PretrainData;
 }
@@ -75,6 +76,7 @@ export async function runPretrain(
     lastLoss: loop.lastLoss,
     evalLoss: loop.evals.eval_loss,
     copyLoss: loop.evals.eval_copy_loss,
+    readLoss: loop.evals.eval_read_loss,
     checkpoint: loop.checkpoint,
     data,
   };
@@ -99,12 +101,16 @@ export async function runPretrain(
     ["last loss", summary.lastLoss?.toFixed(4) ?? "-"],
     ["held-out loss", summary.evalLoss?.toFixed(4) ?? "-"],
     [`held-out copy loss (${data.eval.copyTokens} copied tokens)`, summary.copyLoss?.toFixed(4) ?? "-"],
+    [
+      `held-out read loss (${data.eval.readTokens} values read out of search results)`,
+      summary.readLoss?.toFixed(4) ?? "-",
+    ],
     ["checkpoint", summary.checkpoint],
   ]);
   return summary;
 }
 
 const PRETRAIN_CURVES = [
-  { file: "loss.svg", title: "loss", keys: ["loss", "eval_loss", "eval_copy_loss"] },
+  { file: "loss.svg", title: "loss", keys: ["loss", "eval_loss", "eval_copy_loss", "eval_read_loss"] },
   { file: "lr.svg", title: "learning rate", keys: ["lr"] },
 ];
