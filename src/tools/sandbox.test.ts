@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { probeSandbox, runPython, SandboxUnavailableError } from "./sandbox.js";
+import {
+  enforcedLimits,
+  probeSandbox,
+  runPython,
+  SandboxLimits,
+  SandboxUnavailableError,
+  seccompProgram,
+} from "./sandbox.js";
 
 // Tight limits keep the hostile programs below quick; each must end with a clear cause.
 const limits = { wallMs: 3000, cpuSeconds: 5, memoryBytes: 512 * 1024 ** 2, outputBytes: 10_000 };
@@ -69,6 +76,179 @@ describe("runPython in the bubblewrap sandbox", () => {
     const run = await runPython({ code, limits });
     expect(run.stdout).toBe("ok True\n");
     expect(run.stderr).toMatch(/Read-only file system|PermissionError/);
+  });
+
+  it("caps every writable mount and keeps the root, /usr and /dev read-only", async () => {
+    // Each target gets up to 64 MiB in 1 MiB writes; the program prints what was written and why it stopped.
+    const code = [
+      "import errno, os",
+      "def fill(path, mib, files=1):",
+      "    done = 0",
+      "    try:",
+      "        for n in range(files):",
+      "            with open(f'{path}{n}', 'wb') as f:",
+      "                for _ in range(mib // files):",
+      "                    f.write(b'x' * 2**20); f.flush(); done += 1",
+      "    except OSError as e:",
+      "        return f'{done} {errno.errorcode[e.errno]}'",
+      "    return f'{done} ok'",
+      "for path in ['/dev/shm/', '/', '/usr/', '/dev/', '/box/', '/etc/']:",
+      "    print(path, fill(path + 'f', 64))",
+      "print('/tmp', fill('/tmp/f', 64, files=16))",
+    ].join("\n");
+    const run = await runPython({ code, limits: { ...limits, fileBytes: 8 * 1024 ** 2 } });
+    expect(run.exitCode, run.stderr).toBe(0);
+    const result = Object.fromEntries(
+      run.stdout
+        .trim()
+        .split("\n")
+        .map((l) => l.split(" ", 2)),
+    );
+    const stopped = (path: string) => run.stdout.match(new RegExp(`^${path} (\\d+) (\\w+)$`, "m"));
+    // /dev/shm: a 1 MiB tmpfs (or read-only without tmpfs sizes): never 64 MiB.
+    const shm = stopped("/dev/shm/");
+    expect(shm?.[2]).toMatch(/ENOSPC|EROFS|ENOENT/);
+    expect(Number(shm?.[1])).toBeLessThanOrEqual(1);
+    for (const path of ["/", "/usr/", "/dev/", "/box/", "/etc/"]) {
+      expect(stopped(path)?.slice(1), path).toEqual(["0", "EROFS"]);
+    }
+    // /tmp: 8 MiB in all, although each 4 MiB file is within the file-size limit.
+    const tmp = stopped("/tmp");
+    expect(tmp?.[2]).toMatch(/ENOSPC|EROFS/);
+    expect(Number(tmp?.[1])).toBeLessThanOrEqual(8);
+    expect(Object.keys(result)).toHaveLength(7);
+  });
+
+  it("holds forked children to one memory budget for the whole run", async () => {
+    // Four children each try to fill a block (touching every page); the parent counts those that held it.
+    const program = (mib: number) =>
+      [
+        "import os, time",
+        "held = []",
+        "for i in range(4):",
+        "    r, w = os.pipe()",
+        "    try:",
+        "        pid = os.fork()",
+        "    except OSError:",
+        "        os.close(r); os.close(w); continue",
+        "    if pid == 0:",
+        "        os.close(r)",
+        "        try:",
+        `            block = b'\\x01' * (${mib} * 2**20)`,
+        "            os.write(w, b'1'); time.sleep(1)",
+        "        except MemoryError:",
+        "            os.write(w, b'0')",
+        "        os._exit(0)",
+        "    os.close(w); held.append(r)",
+        "print(sum(os.read(r, 1) == b'1' for r in held))",
+      ].join("\n");
+    // 4 × 200 MiB under 256 MiB: at most one; 4 × 400 MiB under 1 GiB: at most two.
+    for (const [budgetMiB, blockMiB, most] of [
+      [256, 200, 1],
+      [1024, 400, 2],
+    ]) {
+      const budget = budgetMiB * 1024 ** 2;
+      const run = await runPython({ code: program(blockMiB), limits: { ...limits, memoryBytes: budget } });
+      expect(run.stderr).not.toContain("Traceback");
+      expect(Number(run.stdout.trim()), `${budgetMiB} MiB`).toBeLessThanOrEqual(most);
+      const enforced = run.enforced;
+      expect(enforced?.memoryBytes).toBe(budget);
+      if (enforced?.memory === "per-process") {
+        const total =
+          enforced.processes * enforced.processMemoryBytes + enforced.tmpBytes + enforced.shmBytes;
+        expect(total).toBeLessThanOrEqual(budget);
+      }
+    }
+  });
+
+  it("blocks memory that no rlimit counts: memfd_create and SysV shared memory", async () => {
+    if (!seccompProgram()) return; // the filter exists for x86-64 and arm64 only
+    const code = [
+      "import ctypes, os",
+      "try:",
+      "    os.memfd_create('x'); print('memfd ok')",
+      "except OSError as e:",
+      "    print('memfd', e.errno)",
+      "libc = ctypes.CDLL(None, use_errno=True)",
+      "print('shmget', libc.shmget(0, 2**20, 0o1600), ctypes.get_errno())",
+    ].join("\n");
+    const run = await runPython({ code, limits });
+    expect(run.stdout).toBe("memfd 1\nshmget -1 1\n");
+  });
+
+  it("without a cgroup, keeps the run to one process (threads allowed) that gets the whole budget", async () => {
+    const probe = await probeSandbox({ cgroup: "off" });
+    if (probe.memory !== "single-process") return; // no filter on this architecture: the split below applies
+    const budget = 512 * 1024 ** 2;
+    const code = [
+      "import os, subprocess, threading",
+      "for start in (os.fork, lambda: subprocess.run(['true'])):",
+      "    try:",
+      "        start(); print('started')",
+      "    except OSError as e:",
+      "        print('refused', e.errno)",
+      "ts = [threading.Thread(target=lambda: None) for _ in range(8)]",
+      "[t.start() for t in ts]; [t.join() for t in ts]; print('threads ok')",
+      "block = b'x' * (400 * 2**20); print('400 MiB ok')",
+      "more = b'x' * (200 * 2**20); print('600 MiB ok')",
+    ].join("\n");
+    const run = await runPython({
+      code,
+      limits: { ...limits, memoryBytes: budget },
+      options: { cgroup: "off" },
+    });
+    expect(run.stdout).toBe("refused 1\nrefused 1\nthreads ok\n400 MiB ok\n");
+    expect(run.killedBy).toBe("memory_limit");
+    expect(run.enforced).toMatchObject({ memory: "single-process", memoryBytes: budget });
+    const e = run.enforced!;
+    expect(e.processMemoryBytes + e.tmpBytes + e.shmBytes).toBeLessThanOrEqual(budget);
+  });
+
+  it("says how the memory budget is enforced, and splits it where no filter can keep the run to one process", async () => {
+    const probe = await probeSandbox();
+    expect(["cgroup", "single-process", "per-process"]).toContain(probe.memory);
+    const off = await probeSandbox({ cgroup: "off" });
+    expect(off).toMatchObject({ memory: seccompProgram() ? "single-process" : "per-process", scope: [] });
+    const run = await runPython({ code: "print(1)", limits, options: { cgroup: "off" } });
+    expect(run.enforced).toMatchObject({ memory: off.memory, memoryBytes: limits.memoryBytes });
+
+    const defaults = SandboxLimits.parse({});
+    const split = enforcedLimits(defaults, { memory: "per-process", tmpfsSize: true });
+    expect(split).toMatchObject({ processes: 3, tmpBytes: 16 * 1024 ** 2, shmBytes: 1024 ** 2 });
+    expect(split.processes * split.processMemoryBytes + split.tmpBytes + split.shmBytes).toBeLessThanOrEqual(
+      defaults.memoryBytes,
+    );
+    const single = enforcedLimits(defaults, { memory: "single-process", tmpfsSize: true });
+    expect(single.processes).toBe(defaults.maxProcesses);
+    expect(single.processMemoryBytes + single.tmpBytes + single.shmBytes).toBeLessThanOrEqual(
+      defaults.memoryBytes,
+    );
+    expect(single.processMemoryBytes).toBeGreaterThan(defaults.memoryBytes - 20 * 1024 ** 2);
+    const big = enforcedLimits(
+      { ...defaults, memoryBytes: 64 * 1024 ** 3 },
+      { memory: "per-process", tmpfsSize: true },
+    );
+    expect(big.processes).toBe(64);
+    expect(enforcedLimits(defaults, { memory: "cgroup", tmpfsSize: true })).toMatchObject({
+      processes: 64,
+      processMemoryBytes: defaults.memoryBytes,
+    });
+    expect(() =>
+      enforcedLimits(
+        { ...defaults, memoryBytes: 32 * 1024 ** 2 },
+        { memory: "per-process", tmpfsSize: true },
+      ),
+    ).toThrow(RangeError);
+  });
+
+  it("writes a filter only for the architectures it knows, longer when processes are refused", () => {
+    expect(seccompProgram("ia32")).toBeNull();
+    for (const arch of ["x64", "arm64"]) {
+      const allow = seccompProgram(arch)!;
+      const refuse = seccompProgram(arch, { processes: false })!;
+      expect(allow.length % 8).toBe(0);
+      expect(refuse.length).toBeGreaterThan(allow.length);
+    }
   });
 
   it("stops a fork bomb", async () => {

@@ -13,13 +13,22 @@ export const SandboxLimits = z.object({
   wallMs: z.number().int().positive().default(10_000),
   /** CPU seconds per process (RLIMIT_CPU; SIGXCPU when reached). */
   cpuSeconds: z.number().int().positive().default(10),
-  /** Address space per process (RLIMIT_AS): allocations past it raise MemoryError. */
+  /**
+   * Memory budget of the whole run: every process together, plus what it stores in /tmp and /dev/shm.
+   * Enforced by a cgroup where one can be made (memory.max), else split into per-process address-space
+   * limits (RLIMIT_AS) whose sum, with the tmpfs sizes, fits it; see `enforcedLimits`. Allocations past a
+   * process's address-space limit raise MemoryError.
+   */
   memoryBytes: z
     .number()
     .int()
     .positive()
     .default(1024 ** 3),
-  /** Processes the sandbox user may run at once (RLIMIT_NPROC): stops fork bombs. */
+  /**
+   * Tasks (processes and threads, the sandbox's own init included) the run may have at once
+   * (RLIMIT_NPROC, and the cgroup's pids.max): stops fork bombs. Without a cgroup the cap is lowered so
+   * that processes × per-process memory fits `memoryBytes` (see `enforcedLimits`).
+   */
   maxProcesses: z.number().int().positive().default(64),
   /** stdout + stderr bytes kept; past this the program is killed and the output marked. */
   outputBytes: z
@@ -27,7 +36,7 @@ export const SandboxLimits = z.object({
     .int()
     .positive()
     .default(1024 ** 2),
-  /** Largest file the program may write (RLIMIT_FSIZE) and the size of its private /tmp. */
+  /** Largest file the program may write (RLIMIT_FSIZE) and the size of its private /tmp (part of `memoryBytes`). */
   fileBytes: z
     .number()
     .int()
@@ -48,6 +57,12 @@ export const SandboxOptions = z.object({
   bwrap: z.string().default("bwrap"),
   /** Runs Python directly on the host, with limits but without isolation. Prints a warning once. */
   unsafeNoSandbox: z.boolean().default(process.env.COA_UNSAFE_NO_SANDBOX === "1"),
+  /**
+   * "auto": enforce `memoryBytes` for the whole run with a systemd scope (a cgroup with MemoryMax and
+   * TasksMax) when `systemd-run` can make one here, else per-process limits; "off" (or
+   * COA_SANDBOX_CGROUP=0): per-process limits only.
+   */
+  cgroup: z.enum(["auto", "off"]).default(process.env.COA_SANDBOX_CGROUP === "0" ? "off" : "auto"),
 });
 export type SandboxOptions = z.input<typeof SandboxOptions>;
 
@@ -61,6 +76,32 @@ export type KilledBy =
   | "aborted"
   | `signal:${string}`;
 
+export type MemoryEnforcement = "cgroup" | "single-process" | "per-process";
+
+/** The limits a run was actually held to, after `SandboxLimits` were mapped onto this machine. */
+export interface EnforcedLimits {
+  /**
+   * "cgroup": a systemd scope holds all processes and their tmpfs pages to `memoryBytes` (memory.max);
+   * "single-process": no cgroup, so the program may not start processes (seccomp refuses fork and
+   * clone without CLONE_THREAD; threads are allowed) and its one address space gets the budget less
+   * the tmpfs sizes;
+   * "per-process": no cgroup and no filter (an architecture without one, or an unsandboxed run), so
+   * each process gets `processMemoryBytes` of address space and at most `processes` tasks run, with
+   * processes × processMemoryBytes + tmpBytes + shmBytes ≤ memoryBytes.
+   */
+  memory: MemoryEnforcement;
+  /** The whole run's budget (`SandboxLimits.memoryBytes`). */
+  memoryBytes: number;
+  /** RLIMIT_NPROC: tasks (processes and threads) at once, the sandbox's init included. */
+  processes: number;
+  /** RLIMIT_AS of each process. */
+  processMemoryBytes: number;
+  /** Size of the writable tmpfs /tmp; 0 when /tmp is read-only (bubblewrap < 0.7 cannot size a tmpfs). */
+  tmpBytes: number;
+  /** Size of the writable tmpfs /dev/shm; 0 when read-only. */
+  shmBytes: number;
+}
+
 export interface PythonRun {
   stdout: string;
   stderr: string;
@@ -70,6 +111,8 @@ export interface PythonRun {
   killedBy: KilledBy | null;
   elapsedMs: number;
   sandboxed: boolean;
+  /** The limits that applied (absent from runs made by stand-ins for the sandbox). */
+  enforced?: EnforcedLimits;
 }
 
 export interface RunPythonRequest {
@@ -94,6 +137,10 @@ const SANDBOX_ENV: Record<string, string> = {
   TMPDIR: "/tmp",
   LANG: "C.UTF-8",
   PYTHONIOENCODING: "utf-8",
+  // Numerical libraries start a thread per core; a snippet gets one, and never meets the thread cap.
+  OPENBLAS_NUM_THREADS: "1",
+  OMP_NUM_THREADS: "1",
+  MKL_NUM_THREADS: "1",
 };
 const PROGRAM_PATH = "/box/main.py";
 // -I: isolated (no user site, no PYTHON* variables, so PYTHONUNBUFFERED would be ignored); -B: no
@@ -104,6 +151,14 @@ const ROOT_LINKS = ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
 // Only what the dynamic loader and Python need from /etc; never passwd, shadow or the host's config.
 const ETC_FILES = ["/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives"];
 const PRLIMIT_CANDIDATES = ["/usr/bin/prlimit", "/bin/prlimit"];
+const SETPRIV_CANDIDATES = ["/usr/bin/setpriv", "/bin/setpriv"];
+const SYSTEMD_RUN_CANDIDATES = ["/usr/bin/systemd-run", "/bin/systemd-run"];
+/** /dev/shm: room for multiprocessing's semaphores (one page each), not for data. */
+const SHM_BYTES = 1024 ** 2;
+/** Without a cgroup, each process gets at least this much address space; fewer processes run instead. */
+const FALLBACK_PROCESS_BYTES = 256 * 1024 ** 2;
+/** Open files per process: bounds what pipes, sockets and fds can hold outside the address space. */
+const MAX_OPEN_FILES = 256;
 
 interface BwrapFeatures {
   /** `--size` for tmpfs (bubblewrap 0.7). */
@@ -112,25 +167,89 @@ interface BwrapFeatures {
   disableUserns: boolean;
 }
 
+/** What `probeSandbox` found: the bwrap features in use and how the memory budget is enforced. */
+export interface SandboxProbe extends BwrapFeatures {
+  bwrapVersion: string;
+  /** How the run's memory budget is held (`EnforcedLimits.memory`). */
+  memory: MemoryEnforcement;
+  /** The systemd-run command line prefix used for "cgroup" (empty otherwise). */
+  scope: string[];
+  /** Whether a seccomp filter blocks memfd_create, memfd_secret and shmget (x86-64 and arm64 only). */
+  seccomp: boolean;
+}
+
 function runAsUser(): { uid?: number; gid?: number } {
   return process.getuid?.() === 0 ? { uid: SANDBOX_UID, gid: SANDBOX_UID } : {};
 }
 
+function findTool(candidates: string[]): string | undefined {
+  return candidates.find((p) => existsSync(p));
+}
+
 function prlimitPath(): string {
-  const found = PRLIMIT_CANDIDATES.find((p) => existsSync(p));
+  const found = findTool(PRLIMIT_CANDIDATES);
   if (!found)
     throw new SandboxUnavailableError("prlimit (util-linux) not found; it applies the resource limits");
   return found;
 }
 
-function limitArgs(limits: SandboxLimits): string[] {
+/**
+ * Maps a run's limits onto this machine. With a cgroup, `memoryBytes` is the cgroup's memory.max (tmpfs
+ * pages are charged to it too) and also each process's address space. Without one, the budget less the
+ * tmpfs sizes goes to the program's one process when the filter keeps it from starting others
+ * ("single-process"; `maxProcesses` then bounds its threads); else it is split evenly over the
+ * processes allowed, fewer than `maxProcesses` when that would leave each less than 256 MiB (but
+ * always 2: init and Python).
+ */
+export function enforcedLimits(
+  limits: SandboxLimits,
+  probe: Pick<SandboxProbe, "memory" | "tmpfsSize">,
+): EnforcedLimits {
+  const tmpBytes = probe.tmpfsSize ? limits.fileBytes : 0;
+  const shmBytes = probe.tmpfsSize ? SHM_BYTES : 0;
+  if (probe.memory === "cgroup") {
+    return {
+      memory: "cgroup",
+      memoryBytes: limits.memoryBytes,
+      processes: limits.maxProcesses,
+      processMemoryBytes: limits.memoryBytes,
+      tmpBytes,
+      shmBytes,
+    };
+  }
+  const room = limits.memoryBytes - tmpBytes - shmBytes;
+  const processes =
+    probe.memory === "single-process"
+      ? limits.maxProcesses
+      : Math.min(limits.maxProcesses, Math.max(2, Math.floor(room / FALLBACK_PROCESS_BYTES)));
+  const sharing = probe.memory === "single-process" ? 1 : processes;
+  // Whole pages, so that rounding never lets the sum pass the budget.
+  const processMemoryBytes = Math.floor(room / sharing / 4096) * 4096;
+  if (processMemoryBytes < 16 * 1024 ** 2) {
+    throw new RangeError(
+      `memoryBytes ${limits.memoryBytes} is too small: without a cgroup it must hold /tmp (fileBytes ${tmpBytes}), ` +
+        `/dev/shm (${shmBytes}) and ${sharing} process${sharing > 1 ? "es" : ""} of at least 16 MiB`,
+    );
+  }
+  return {
+    memory: probe.memory,
+    memoryBytes: limits.memoryBytes,
+    processes,
+    processMemoryBytes,
+    tmpBytes,
+    shmBytes,
+  };
+}
+
+function limitArgs(limits: SandboxLimits, enforced: EnforcedLimits): string[] {
   return [
     prlimitPath(),
     // Soft CPU limit sends SIGXCPU (reported as cpu_limit); the hard limit a second later is SIGKILL.
     `--cpu=${limits.cpuSeconds}:${limits.cpuSeconds + 1}`,
-    `--as=${limits.memoryBytes}`,
-    `--nproc=${limits.maxProcesses}`,
+    `--as=${enforced.processMemoryBytes}`,
+    `--nproc=${enforced.processes}`,
     `--fsize=${limits.fileBytes}`,
+    `--nofile=${MAX_OPEN_FILES}`,
     "--core=0",
     "--",
   ];
@@ -148,14 +267,103 @@ function rootMounts(): string[] {
   return args;
 }
 
-function bwrapArgs(python: string, limits: SandboxLimits, features: BwrapFeatures): string[] {
+// Classic BPF for seccomp. Always: ERRNO(EPERM) for the calls that make memory outside the address
+// space (memfd_create, memfd_secret, SysV shmget) and for the x32 ABI, ERRNO(ENOSYS) for a foreign
+// architecture (i386). Without a cgroup, also no new processes: fork and vfork get EPERM, clone gets
+// EPERM unless it makes a thread (CLONE_THREAD), clone3 (whose flags a filter cannot read) gets ENOSYS,
+// on which libc falls back to clone.
+const SECCOMP_ARCH: Partial<
+  Record<
+    string,
+    { audit: number; memory: number[]; fork: number[]; clone: number; clone3: number; x32: boolean }
+  >
+> = {
+  x64: { audit: 0xc000003e, memory: [319, 447, 29], fork: [57, 58], clone: 56, clone3: 435, x32: true },
+  arm64: { audit: 0xc00000b7, memory: [279, 447, 194], fork: [], clone: 220, clone3: 435, x32: false },
+};
+
+const CLONE_THREAD = 0x00010000;
+
+/**
+ * The seccomp program bwrap installs (--seccomp), or null on architectures not listed above.
+ * `processes: false` also keeps the program from starting processes (threads stay allowed).
+ */
+export function seccompProgram(
+  arch: string = process.arch,
+  opts: { processes: boolean } = { processes: true },
+): Buffer | null {
+  const spec = SECCOMP_ARCH[arch];
+  if (!spec) return null;
+  const [LD_W_ABS, JEQ, JGE, JSET, RET] = [0x20, 0x15, 0x35, 0x45, 0x06];
+  const RETURNS = { allow: 0x7fff0000, eperm: 0x00050000 | 1, enosys: 0x00050000 | 38 };
+  type Label = keyof typeof RETURNS | "clone" | "next";
+  // [code, jump if true, jump if false, k]; jumps name a label, resolved below.
+  const ops: [number, Label, Label, number][] = [];
+  const jumpIf = (code: number, k: number, to: Label) => ops.push([code, to, "next", k]);
+  ops.push([LD_W_ABS, "next", "next", 4]); // seccomp_data.arch
+  ops.push([JEQ, "next", "enosys", spec.audit]);
+  ops.push([LD_W_ABS, "next", "next", 0]); // seccomp_data.nr
+  if (spec.x32) jumpIf(JGE, 0x40000000, "eperm");
+  for (const nr of spec.memory) jumpIf(JEQ, nr, "eperm");
+  if (!opts.processes) {
+    for (const nr of spec.fork) jumpIf(JEQ, nr, "eperm");
+    jumpIf(JEQ, spec.clone3, "enosys");
+    jumpIf(JEQ, spec.clone, "clone");
+  }
+  ops.push([RET, "next", "next", RETURNS.allow]);
+  const at: Partial<Record<Label, number>> = {};
+  if (!opts.processes) {
+    at.clone = ops.length;
+    ops.push([LD_W_ABS, "next", "next", 16]); // low word of seccomp_data.args[0]: clone's flags
+    ops.push([JSET, "allow", "eperm", CLONE_THREAD]);
+  }
+  for (const r of ["allow", "eperm", "enosys"] as const) {
+    at[r] = ops.length;
+    ops.push([RET, "next", "next", RETURNS[r]]);
+  }
+  const buf = Buffer.alloc(ops.length * 8);
+  ops.forEach(([code, jt, jf, k], i) => {
+    const offset = (label: Label) => (label === "next" ? 0 : (at[label] as number) - i - 1);
+    buf.writeUInt16LE(code, i * 8);
+    buf.writeUInt8(offset(jt), i * 8 + 2);
+    buf.writeUInt8(offset(jf), i * 8 + 3);
+    buf.writeUInt32LE(k >>> 0, i * 8 + 4);
+  });
+  return buf;
+}
+
+const CODE_FD = 3;
+const SECCOMP_FD = 4;
+
+function bwrapArgs(
+  python: string,
+  limits: SandboxLimits,
+  probe: BwrapFeatures & { seccomp: boolean },
+  enforced: EnforcedLimits,
+): string[] {
   const env = Object.entries(SANDBOX_ENV).flatMap(([k, v]) => ["--setenv", k, v]);
+  // The root is bwrap's own tmpfs, sized by the host: it is remounted read-only once everything is in
+  // place, as is /dev. The only writable storage is /tmp and /dev/shm, each a tmpfs of fixed size; a
+  // bubblewrap too old for `--size` gets none (both stay read-only directories).
+  const scratch = probe.tmpfsSize
+    ? [
+        "--size",
+        String(enforced.shmBytes),
+        "--tmpfs",
+        "/dev/shm",
+        "--size",
+        String(enforced.tmpBytes),
+        "--tmpfs",
+        "/tmp",
+      ]
+    : ["--dir", "/tmp"];
   return [
     "--unshare-all",
     "--unshare-user",
-    ...(features.disableUserns ? ["--disable-userns"] : []),
+    ...(probe.disableUserns ? ["--disable-userns"] : []),
     "--die-with-parent",
     "--new-session",
+    ...(probe.seccomp ? ["--seccomp", String(SECCOMP_FD)] : []),
     "--ro-bind",
     "/usr",
     "/usr",
@@ -165,22 +373,66 @@ function bwrapArgs(python: string, limits: SandboxLimits, features: BwrapFeature
     "/proc",
     "--dev",
     "/dev",
-    ...(features.tmpfsSize ? ["--size", String(limits.fileBytes)] : []),
-    "--tmpfs",
-    "/tmp",
+    ...scratch,
+    "--remount-ro",
+    "/dev",
     "--ro-bind-data",
-    "3",
+    String(CODE_FD),
     PROGRAM_PATH,
+    "--remount-ro",
+    "/",
     "--chdir",
     "/tmp",
     "--clearenv",
     ...env,
     "--",
-    ...limitArgs(limits),
+    ...limitArgs(limits, enforced),
     python,
     ...PYTHON_FLAGS,
     PROGRAM_PATH,
   ];
+}
+
+/** The command that runs one sandboxed program: bwrap, inside a systemd scope when one is used. */
+function sandboxCommand(
+  bwrap: string,
+  python: string,
+  limits: SandboxLimits,
+  probe: SandboxProbe,
+): { command: string; args: string[] } & Pick<SpawnPlan, "enforced" | "seccomp" | "scoped"> {
+  const enforced = enforcedLimits(limits, probe);
+  const args = bwrapArgs(python, limits, probe, enforced);
+  const seccomp = probe.seccomp
+    ? seccompProgram(process.arch, { processes: probe.memory !== "single-process" })
+    : null;
+  if (probe.memory !== "cgroup") return { command: bwrap, args, enforced, seccomp, scoped: false };
+  const [command, ...scope] = probe.scope;
+  return {
+    command,
+    args: [...scope, ...scopeProperties(enforced), "--", ...dropToSandboxUser(), bwrap, ...args],
+    enforced,
+    seccomp,
+    scoped: true,
+  };
+}
+
+function scopeProperties(enforced: Pick<EnforcedLimits, "memoryBytes" | "processes">): string[] {
+  return [
+    "-p",
+    `MemoryMax=${enforced.memoryBytes}`,
+    "-p",
+    "MemorySwapMax=0",
+    // The scope also holds systemd-run/setpriv's exec chain and bwrap's outer process.
+    "-p",
+    `TasksMax=${enforced.processes + 2}`,
+  ];
+}
+
+/** As root, the scope is made by root and the sandbox then runs as uid 65534 (setpriv). */
+function dropToSandboxUser(): string[] {
+  if (process.getuid?.() !== 0) return [];
+  const setpriv = findTool(SETPRIV_CANDIDATES) ?? "setpriv";
+  return [setpriv, `--reuid=${SANDBOX_UID}`, `--regid=${SANDBOX_UID}`, "--clear-groups", "--"];
 }
 
 function versionAtLeast(version: string, major: number, minor: number): boolean {
@@ -188,18 +440,19 @@ function versionAtLeast(version: string, major: number, minor: number): boolean 
   return a > major || (a === major && b >= minor);
 }
 
-const probes = new Map<string, Promise<BwrapFeatures>>();
+const probes = new Map<string, Promise<SandboxProbe>>();
 
 /**
- * Checks once per (bwrap, python) pair that a sandboxed `pass` runs; resolves the bwrap features to
- * use, or rejects with SandboxUnavailableError saying what failed.
+ * Checks once per (bwrap, python, cgroup) choice that a sandboxed `pass` runs; resolves the bwrap
+ * features and the memory enforcement to use (`memory: "cgroup"` only when a systemd scope with the
+ * budget was made and its memory.max read back), or rejects with SandboxUnavailableError saying what failed.
  */
-export function probeSandbox(options: SandboxOptions = {}): Promise<BwrapFeatures> {
-  const { bwrap, python } = SandboxOptions.parse(options);
-  const key = `${bwrap}\0${python}`;
+export function probeSandbox(options: SandboxOptions = {}): Promise<SandboxProbe> {
+  const { bwrap, python, cgroup } = SandboxOptions.parse(options);
+  const key = `${bwrap}\0${python}\0${cgroup}`;
   let probe = probes.get(key);
   if (!probe) {
-    probe = probeOnce(bwrap, python);
+    probe = probeOnce(bwrap, python, cgroup);
     // A failed probe is not remembered: the next run tries again (the failure may have been load).
     probe.catch(() => probes.delete(key));
     probes.set(key, probe);
@@ -207,7 +460,41 @@ export function probeSandbox(options: SandboxOptions = {}): Promise<BwrapFeature
   return probe;
 }
 
-async function probeOnce(bwrap: string, python: string): Promise<BwrapFeatures> {
+const execFileAsync = promisify(execFile);
+
+/**
+ * A systemd scope that really limits memory: `systemd-run --scope` (as root) or `--user --scope`, whose
+ * cgroup (v2) shows the MemoryMax and TasksMax asked for. Null when there is none (no systemd, no
+ * user manager, cgroup v1, memory controller not delegated).
+ */
+async function findScope(): Promise<string[] | null> {
+  const systemdRun = findTool(SYSTEMD_RUN_CANDIDATES);
+  if (!systemdRun) return null;
+  const scope = [
+    systemdRun,
+    ...(process.getuid?.() === 0 ? [] : ["--user"]),
+    "--scope",
+    "--quiet",
+    "--collect",
+  ];
+  const want = { memoryBytes: 64 * 1024 ** 2, processes: 6 };
+  const show =
+    'p=$(sed -n "s/^0:://p" /proc/self/cgroup); cat "/sys/fs/cgroup$p/memory.max" "/sys/fs/cgroup$p/pids.max"';
+  try {
+    const { stdout } = await execFileAsync(
+      scope[0],
+      [...scope.slice(1), ...scopeProperties(want), "--", "/bin/sh", "-c", show],
+      { timeout: 10_000 },
+    );
+    return stdout.split(/\s+/).filter(Boolean).join(" ") === `${want.memoryBytes} ${want.processes + 2}`
+      ? scope
+      : null;
+  } catch {
+    return null;
+  }
+}
+
+async function probeOnce(bwrap: string, python: string, cgroup: "auto" | "off"): Promise<SandboxProbe> {
   const refuse = (why: string) =>
     new SandboxUnavailableError(
       `Python sandbox unavailable: ${why}. Install bubblewrap (apt-get install bubblewrap) and allow unprivileged ` +
@@ -215,7 +502,7 @@ async function probeOnce(bwrap: string, python: string): Promise<BwrapFeatures> 
     );
   let version: string;
   try {
-    const { stdout } = await promisify(execFile)(bwrap, ["--version"], { timeout: 5000 });
+    const { stdout } = await execFileAsync(bwrap, ["--version"], { timeout: 5000 });
     version = stdout.replace(/^bubblewrap\s*/, "").trim();
   } catch (err) {
     throw refuse(`cannot run ${bwrap} (${err instanceof Error ? err.message : err})`);
@@ -225,17 +512,31 @@ async function probeOnce(bwrap: string, python: string): Promise<BwrapFeatures> 
       `Python sandbox unavailable: no interpreter at ${python}. The sandbox mounts only system directories, ` +
         "so it needs a system Python (apt-get install python3) or one under /usr named with COA_SANDBOX_PYTHON.",
     );
-  const features = { tmpfsSize: versionAtLeast(version, 0, 7), disableUserns: versionAtLeast(version, 0, 8) };
+  const base = {
+    bwrapVersion: version,
+    tmpfsSize: versionAtLeast(version, 0, 7),
+    disableUserns: versionAtLeast(version, 0, 8),
+    seccomp: seccompProgram() !== null,
+  };
   const limits = SandboxLimits.parse({ wallMs: 10_000 });
-  const run = await spawnAndCollect(bwrap, bwrapArgs(python, limits, features), {
-    code: "pass",
-    limits,
-    sandboxed: true,
-  });
+  const tryRun = (probe: SandboxProbe) => {
+    const { command, args, ...plan } = sandboxCommand(bwrap, python, limits, probe);
+    return spawnAndCollect(command, args, { ...plan, code: "pass", limits, sandboxed: true });
+  };
+  const scope = cgroup === "auto" ? await findScope() : null;
+  if (scope) {
+    const scoped: SandboxProbe = { ...base, memory: "cgroup", scope };
+    const run = await tryRun(scoped).catch(() => null);
+    if (run?.exitCode === 0) return scoped;
+  }
+  // Without a cgroup, the filter (where there is one) keeps the run to one process, which then gets the
+  // whole budget; else the budget is split over the processes allowed.
+  const plain: SandboxProbe = { ...base, memory: base.seccomp ? "single-process" : "per-process", scope: [] };
+  const run = await tryRun(plain);
   if (run.exitCode !== 0) {
     throw refuse(`a test run of ${python} in bwrap ${version} failed: ${run.stderr.trim() || run.killedBy}`);
   }
-  return features;
+  return plain;
 }
 
 let warnedUnsafe = false;
@@ -263,8 +564,10 @@ export async function runPython(req: RunPythonRequest): Promise<PythonRun> {
   const options = SandboxOptions.parse(req.options ?? {});
   const limits = SandboxLimits.parse(req.limits ?? {});
   if (options.unsafeNoSandbox) return runUnsandboxed(options.python, limits, req);
-  const features = await probeSandbox(options);
-  return spawnAndCollect(options.bwrap, bwrapArgs(options.python, limits, features), {
+  const probe = await probeSandbox(options);
+  const { command, args, ...plan } = sandboxCommand(options.bwrap, options.python, limits, probe);
+  return spawnAndCollect(command, args, {
+    ...plan,
     code: req.code,
     stdin: req.stdin,
     limits,
@@ -283,10 +586,13 @@ async function runUnsandboxed(
   try {
     const program = join(dir, "main.py");
     await writeFile(program, req.code);
-    const [prlimit, ...prlimitArgs] = limitArgs(limits);
+    // The host's temp directory is not capped: only the processes' address spaces share the budget.
+    const enforced = enforcedLimits(limits, { memory: "per-process", tmpfsSize: false });
+    const [prlimit, ...prlimitArgs] = limitArgs(limits, enforced);
     return await spawnAndCollect(prlimit, [...prlimitArgs, python, ...PYTHON_FLAGS, program], {
       stdin: req.stdin,
       limits,
+      enforced,
       signal: req.signal,
       sandboxed: false,
       cwd: dir,
@@ -301,8 +607,13 @@ interface SpawnPlan {
   code?: string;
   stdin?: string;
   limits: SandboxLimits;
+  enforced: EnforcedLimits;
   signal?: AbortSignal;
   sandboxed: boolean;
+  /** Started through systemd-run (which, as root, must itself run as root). */
+  scoped?: boolean;
+  /** The seccomp program bwrap reads on fd 4 (sandboxed runs on x86-64 and arm64). */
+  seccomp?: Buffer | null;
   cwd?: string;
 }
 
@@ -323,12 +634,19 @@ function killGroup(child: ChildProcess): void {
 function spawnAndCollect(command: string, args: string[], plan: SpawnPlan): Promise<PythonRun> {
   const started = performance.now();
   return new Promise((resolvePromise, reject) => {
+    const seccomp = plan.seccomp ?? null;
     const child = spawn(command, args, {
-      stdio: ["pipe", "pipe", "pipe", plan.code === undefined ? "ignore" : "pipe"],
+      stdio: [
+        "pipe",
+        "pipe",
+        "pipe",
+        plan.code === undefined ? "ignore" : "pipe",
+        seccomp ? "pipe" : "ignore",
+      ],
       detached: true,
       env: SANDBOX_ENV,
       cwd: plan.cwd ?? "/",
-      ...(plan.sandboxed ? runAsUser() : {}),
+      ...(plan.sandboxed && !plan.scoped ? runAsUser() : {}),
     });
     const chunks: Record<"stdout" | "stderr", Buffer[]> = { stdout: [], stderr: [] };
     let kept = 0;
@@ -352,10 +670,15 @@ function spawnAndCollect(command: string, args: string[], plan: SpawnPlan): Prom
     // A program that exits without reading its input closes the pipe: not an error.
     child.stdin?.on("error", () => {});
     child.stdin?.end(plan.stdin ?? "");
-    const codePipe = child.stdio[3] as NodeJS.WritableStream | null;
+    const codePipe = child.stdio[CODE_FD] as NodeJS.WritableStream | null;
     if (plan.code !== undefined) {
       codePipe?.on("error", () => {});
       codePipe?.end(plan.code);
+    }
+    const seccompPipe = child.stdio[SECCOMP_FD] as NodeJS.WritableStream | null;
+    if (seccomp) {
+      seccompPipe?.on("error", () => {});
+      seccompPipe?.end(seccomp);
     }
     const timer = setTimeout(() => stop("wall_timeout"), plan.limits.wallMs);
     const onAbort = () => stop("aborted");
@@ -384,6 +707,7 @@ function spawnAndCollect(command: string, args: string[], plan: SpawnPlan): Prom
         killedBy: killedBy ?? limitFromOutcome(termSignal, stderr),
         elapsedMs: Math.round((performance.now() - started) * 10) / 10,
         sandboxed: plan.sandboxed,
+        enforced: plan.enforced,
       });
     });
   });
