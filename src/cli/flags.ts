@@ -15,3 +15,30 @@ export function parseFlags<S extends z.ZodType>(schema: S, raw: unknown): z.infe
 /** `--search-top-k`: results per search call, shared by every command that runs the tools. */
 export const SearchTopK = z.coerce.number().int().positive().max(20).optional();
 export const SEARCH_TOP_K_OPTION = ["--search-top-k <n>", "results per search call (default 5)"] as const;
+
+/**
+ * `--request-timeout` and `--retries`: how long one attempt of one model-server request may take and
+ * how many times a transient failure (408/429/5xx, refused connection, timeout) is retried; shared by
+ * every command that opens a `--model`. An episode's own `--max-time` bounds all attempts together.
+ */
+export const RequestTimeout = z.coerce.number().positive().optional();
+export const Retries = z.coerce.number().int().nonnegative().max(100).optional();
+export const REQUEST_TIMEOUT_OPTION = [
+  "--request-timeout <seconds>",
+  "limit for one attempt of one model-server request (default 120; the engine: 600)",
+] as const;
+export const RETRIES_OPTION = [
+  "--retries <n>",
+  "retries of a model-server request after a transient failure (default 3; the engine: none)",
+] as const;
+
+/** `--request-timeout` and `--retries` as `openModel` takes them. */
+export function requestOptions(flags: { requestTimeout?: number; retries?: number }): {
+  timeoutMs?: number;
+  maxRetries?: number;
+} {
+  return {
+    ...(flags.requestTimeout === undefined ? {} : { timeoutMs: Math.round(flags.requestTimeout * 1000) }),
+    ...(flags.retries === undefined ? {} : { maxRetries: flags.retries }),
+  };
+}

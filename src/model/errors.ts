@@ -48,3 +48,14 @@ export class ModelResponseError extends ModelError {
 }
 
 const attemptsNote = (attempts: number) => (attempts > 1 ? ` (after ${attempts} attempts)` : "");
+
+/** Characters of a server's text kept in an error message (and so in a record's `meta.error`). */
+export const SERVER_TEXT_CHARS = 500;
+
+/**
+ * A server's error body or explanation as it may be quoted: at most `max` characters, then a note of
+ * the original length, so a hostile or broken server cannot fill messages and records.
+ */
+export function clipServerText(text: string, max = SERVER_TEXT_CHARS): string {
+  return text.length > max ? `${text.slice(0, max)}…[clipped: ${text.length} chars in all]` : text;
+}

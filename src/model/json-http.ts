@@ -1,11 +1,17 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import pLimit, { type LimitFunction } from "p-limit";
-import { ModelConnectionError, ModelError, ModelHttpError, ModelResponseError } from "./errors.js";
+import {
+  clipServerText,
+  ModelConnectionError,
+  ModelError,
+  ModelHttpError,
+  ModelResponseError,
+} from "./errors.js";
 
 export interface JsonHttpOptions {
   /** Sent as `Authorization: Bearer …` when given. */
   apiKey?: string;
-  /** Limit for one attempt, body included. */
+  /** Limit for one attempt, body included. A caller's signal (an episode's deadline) cuts it shorter. */
   timeoutMs: number;
   /** Extra attempts after the first on 408/429/5xx, network errors and timeouts. */
   maxRetries: number;
@@ -34,11 +40,26 @@ export class JsonHttp {
   }
 
   post(url: string, body: unknown, signal?: AbortSignal): Promise<unknown> {
-    return this.limit(() => this.send("POST", url, body, signal));
+    return this.queued(() => this.send("POST", url, body, signal), signal);
   }
 
   get(url: string, signal?: AbortSignal): Promise<unknown> {
-    return this.limit(() => this.send("GET", url, undefined, signal));
+    return this.queued(() => this.send("GET", url, undefined, signal), signal);
+  }
+
+  /**
+   * Runs `task` when a slot is free. The signal holds in the queue too: a request waiting behind
+   * others that hang is rejected when its deadline passes, not when a slot frees up.
+   */
+  private queued(task: () => Promise<unknown>, signal?: AbortSignal): Promise<unknown> {
+    if (!signal) return this.limit(task);
+    signal.throwIfAborted();
+    const run = this.limit(() => (signal.aborted ? Promise.reject(signal.reason) : task()));
+    return new Promise((resolve, reject) => {
+      const onAbort = () => reject(signal.reason);
+      signal.addEventListener("abort", onAbort, { once: true });
+      run.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+    });
   }
 
   private async send(method: string, url: string, body: unknown, signal?: AbortSignal): Promise<unknown> {
@@ -81,7 +102,11 @@ export class JsonHttp {
             });
       }
       if (attempt > this.options.maxRetries) throw failure;
-      await sleep(Math.min(waitMs, this.maxRetryDelayMs), undefined, { signal });
+      try {
+        await sleep(Math.min(waitMs, this.maxRetryDelayMs), undefined, { signal });
+      } catch (err) {
+        throw signal?.aborted ? signal.reason : err;
+      }
     }
   }
 
@@ -107,12 +132,19 @@ function parseJson(text: string, method: string, url: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
-    throw new ModelResponseError(`${method} ${url} returned malformed JSON: ${clip(text)}`, url);
+    throw new ModelResponseError(`${method} ${url} returned malformed JSON: ${clipServerText(text)}`, url);
   }
 }
 
-/** The server's own explanation: OpenAI `{error:{message}}`, vLLM `{message}`, FastAPI `{detail}`, or text. */
+/**
+ * The server's own explanation: OpenAI `{error:{message}}`, vLLM `{message}`, FastAPI `{detail}`, or
+ * text; clipped, since it goes into error messages and from there into records.
+ */
 function serverMessage(text: string): string {
+  return clipServerText(explanation(text));
+}
+
+function explanation(text: string): string {
   try {
     const body = JSON.parse(text) as Record<string, unknown>;
     const error = body.error;
@@ -124,10 +156,8 @@ function serverMessage(text: string): string {
   } catch {
     // Not JSON: fall through to the raw text.
   }
-  return clip(text.trim());
+  return text.trim();
 }
-
-const clip = (text: string, max = 500) => (text.length > max ? `${text.slice(0, max)}…` : text);
 
 function describe(err: unknown): string {
   if (!(err instanceof Error)) return String(err);

@@ -2,7 +2,7 @@ import { ByteTokenizer } from "./byte-tokenizer.js";
 import { Engine, type EngineOptions, type EngineSource } from "./engine.js";
 import { EnginePreset } from "./engine-api.js";
 import { OpenAICompatibleClient } from "./openai-client.js";
-import type { ModelClient } from "./types.js";
+import type { CompletionResult, ModelClient } from "./types.js";
 
 export interface OpenModelOptions {
   /** Model name for HTTP servers; default: the first model the server lists. */
@@ -11,9 +11,13 @@ export interface OpenModelOptions {
   apiKey?: string;
   /** The server takes and returns text only; ids come from the byte tokenizer (inexact). */
   textOnly?: boolean;
+  /** Limit for one attempt of one request (`--request-timeout`); also the engine's completion limit. */
   timeoutMs?: number;
+  /** Extra attempts after the first on transient failures (`--retries`); HTTP servers only. */
   maxRetries?: number;
   concurrency?: number;
+  /** Bounds the `GET /v1/models` that finds the model name (an episode's deadline, for `coa run`). */
+  signal?: AbortSignal;
   /** For `engine` specs: how to start the engine. */
   engine?: EngineOptions;
 }
@@ -41,7 +45,11 @@ export function parseModelSpec(spec: string): ModelSpec {
 /** Opens the model a `--model` value names; close it when done. */
 export async function openModel(spec: string, options: OpenModelOptions = {}): Promise<ModelClient> {
   const parsed = parseModelSpec(spec);
-  if (parsed.kind === "engine") return Engine.start(parsed.source, options.engine);
+  if (parsed.kind === "engine")
+    return Engine.start(parsed.source, {
+      ...options.engine,
+      timeoutMs: options.engine?.timeoutMs ?? options.timeoutMs,
+    });
   const connect = (model: string) =>
     new OpenAICompatibleClient({
       baseUrl: parsed.baseUrl,
@@ -56,7 +64,24 @@ export async function openModel(spec: string, options: OpenModelOptions = {}): P
         : {}),
     });
   if (options.modelName) return connect(options.modelName);
-  const [first] = await connect("").listModels();
+  const [first] = await connect("").listModels({ signal: options.signal });
   if (!first) throw new Error(`${parsed.baseUrl} lists no models; name one with --model-name`);
   return connect(first);
+}
+
+/**
+ * A model that could not be opened (its server hung or failed on `GET /v1/models`): every call
+ * rejects with `error`, so an episode run on it is still recorded, ending as the runtime ends any
+ * episode whose model fails (`model_error`, or `max_time` when the deadline passed).
+ */
+export function unavailableModel(name: string, error: unknown): ModelClient {
+  const fail = (): Promise<never> => Promise.reject(error);
+  return {
+    name,
+    // It produced no ids, so it names no vocabulary.
+    tokenizer: "unavailable",
+    complete: fail as () => Promise<CompletionResult>,
+    tokenize: fail,
+    detokenize: fail,
+  };
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { appendAll, type CompletionChoice } from "../model/index.js";
+import { appendAll, type CompletionChoice, clipServerText } from "../model/index.js";
 import {
   emptyTrajectoryStats,
   type FinishReason,
@@ -51,8 +51,14 @@ class Episode {
   private readonly stops: string[];
   private readonly tools: ToolCaller;
   private readonly emit: (event: RunEvent) => void;
-  private readonly started = performance.now();
+  private readonly started: number;
   private readonly deadline: number;
+  /**
+   * Fires at the deadline (or with the caller's abort): every model call takes it, so `maxTimeMs`
+   * bounds tokenization and a hanging server as it bounds generation.
+   */
+  private readonly signal: AbortSignal;
+  private readonly timeout: AbortSignal;
 
   private promptIds: number[] = [];
   /** Prompt plus every segment: what the next model call reads. */
@@ -79,7 +85,10 @@ class Episode {
     this.stops = stopSequences(opts.profile);
     this.tools = new ToolCaller(opts.tools);
     this.emit = opts.onEvent ?? (() => {});
+    this.started = opts.startedAt ?? performance.now();
     this.deadline = this.started + this.budget.maxTimeMs;
+    this.timeout = AbortSignal.timeout(Math.max(0, Math.ceil(this.deadline - performance.now())));
+    this.signal = opts.signal ? AbortSignal.any([opts.signal, this.timeout]) : this.timeout;
     this.meta = {
       budget: this.budget,
       sampling: this.sampling,
@@ -100,10 +109,14 @@ class Episode {
 
   private async loop(): Promise<Trajectory> {
     const { model, profile, question } = this.opts;
+    // The caller may have spent the time already (`startedAt`: coa run waiting on GET /v1/models).
+    if (this.timeUp()) return this.outOfBudget("max_time");
     try {
-      this.promptIds = await this.timedModel(() => model.tokenize(renderPrompt({ profile, question })));
+      this.promptIds = await this.timedModel(() =>
+        model.tokenize(renderPrompt({ profile, question }), { signal: this.signal }),
+      );
     } catch (err) {
-      return this.modelError(err);
+      return this.failed(err);
     }
     appendAll(this.context, this.promptIds);
     this.stats.promptTokens = this.promptIds.length;
@@ -113,11 +126,10 @@ class Episode {
       if (this.stats.turns >= this.budget.maxTurns) return this.outOfBudget("max_turns");
       const room = this.budget.maxTokens - this.context.length;
       if (room <= 0) return this.outOfBudget("max_tokens");
-      const timeLeft = this.deadline - performance.now();
-      if (timeLeft <= 0) return this.outOfBudget("max_time");
+      if (this.timeUp()) return this.outOfBudget("max_time");
 
       const turn = ++this.stats.turns;
-      const called = await this.callModel(turn, room, timeLeft);
+      const called = await this.callModel(turn, room);
       if (!("tokenIds" in called)) return called;
       if (called.finishReason === "length") continue;
 
@@ -127,15 +139,10 @@ class Episode {
   }
 
   /** One model call, recorded; returns the trajectory instead when the call ends the episode. */
-  private async callModel(
-    turn: number,
-    room: number,
-    timeLeft: number,
-  ): Promise<CompletionChoice | Trajectory> {
-    const timeout = AbortSignal.timeout(Math.ceil(timeLeft));
+  private async callModel(turn: number, room: number): Promise<CompletionChoice | Trajectory> {
     const { seed } = this.sampling;
     const asked = Math.min(this.sampling.maxTokensPerTurn, room);
-    const signal = this.opts.signal ? AbortSignal.any([this.opts.signal, timeout]) : timeout;
+    const { signal } = this;
     let choice: CompletionChoice;
     let cutTokens = 0;
     const modelStart = performance.now();
@@ -158,9 +165,7 @@ class Episode {
       if (cutTokens) choice = await this.cutToBudget(choice, asked, signal);
     } catch (err) {
       this.stats.modelMs += performance.now() - modelStart;
-      if (this.opts.signal?.aborted) throw this.opts.signal.reason;
-      if (timeout.aborted) return this.outOfBudget("max_time");
-      return this.modelError(err);
+      return this.failed(err);
     }
     const modelMs = performance.now() - modelStart;
     this.stats.modelMs += modelMs;
@@ -317,10 +322,9 @@ class Episode {
     const rendered = renderObservation(text);
     let ids: number[];
     try {
-      ids = await this.timedModel(() => this.opts.model.tokenize(rendered, { signal: this.opts.signal }));
+      ids = await this.timedModel(() => this.opts.model.tokenize(rendered, { signal: this.signal }));
     } catch (err) {
-      if (this.opts.signal?.aborted) throw this.opts.signal.reason;
-      return this.modelError(err);
+      return this.failed(err);
     }
     this.segments.push({ source: "tool", ids });
     appendAll(this.context, ids);
@@ -377,8 +381,24 @@ class Episode {
     this.countFormatErrors(turn, [cut, ...errors]);
   }
 
+  /** Past the deadline (the timer may fire a moment after the clock says so). */
+  private timeUp(): boolean {
+    return this.timeout.aborted || performance.now() >= this.deadline;
+  }
+
+  /**
+   * How a failed model call ends the episode: the caller's abort rejects, a call the deadline cut
+   * (or any failure once time is up) is `max_time`, anything else `model_error`.
+   */
+  private failed(err: unknown): Trajectory {
+    if (this.opts.signal?.aborted) throw this.opts.signal.reason;
+    if (this.timeUp()) return this.outOfBudget("max_time");
+    return this.modelError(err);
+  }
+
   private modelError(err: unknown): Trajectory {
-    this.meta.error = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+    const message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+    this.meta.error = clipServerText(message, MAX_ERROR_CHARS);
     return this.finish("model_error", null);
   }
 
@@ -415,6 +435,9 @@ function withDefaults<T extends object>(defaults: T, given: Partial<T> = {}): T 
 }
 
 const round = (ms: number) => Math.round(ms * 100) / 100;
+
+/** `meta.error` keeps this much: model clients clip server bodies, this bounds any other error. */
+const MAX_ERROR_CHARS = 2_000;
 
 function shiftStep(step: Step, by: number): Step {
   return step.span ? { ...step, span: { start: step.span.start + by, end: step.span.end + by } } : step;

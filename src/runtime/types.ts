@@ -50,6 +50,11 @@ export interface RunOptions {
   onEvent?: (event: RunEvent) => void;
   /** Cancels the episode: runAgent then rejects with the signal's reason. */
   signal?: AbortSignal;
+  /**
+   * `performance.now()` when the episode's clock started, if before runAgent was called (coa run
+   * counts opening the model against `--max-time`); default: the call.
+   */
+  startedAt?: number;
 }
 
 /** Live progress of an episode, in order, for printing and logging. */

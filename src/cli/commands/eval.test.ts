@@ -1,6 +1,11 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { costSummary, type EvalSummary, successMetrics } from "../../eval/index.js";
-import { formatEvalSummary } from "./eval.js";
+import { FixtureServer } from "../../model/index.js";
+import { parseFlags } from "../flags.js";
+import { EvalFlags, formatEvalSummary, runEval } from "./eval.js";
 
 const sample = (correct: boolean) => ({ correct, error: null, selfScore: null });
 
@@ -30,5 +35,36 @@ describe("formatEvalSummary", () => {
     expect(text).toContain(
       "copy accuracy: the question's entity in the first tool call 50.0% (1 of 2) · the first lookup's value in the second –",
     );
+  });
+});
+
+describe("coa eval --retries and --request-timeout (issue 22, item 6)", () => {
+  it("opens the model with the flags: one attempt per --retries 0, each cut at --request-timeout", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "coa-eval-flags-"));
+    const tasks = join(dir, "tasks.jsonl");
+    await writeFile(tasks, `${JSON.stringify({ id: "t1", question: "q?", answer: "a" })}\n`);
+    const fixture = await FixtureServer.start({ "GET /v1/models": () => ({ hang: true }) });
+    try {
+      const flags = parseFlags(EvalFlags, {
+        model: `${fixture.url}/v1`,
+        api: "completions",
+        tasks,
+        out: join(dir, "out"),
+        k: "1",
+        profile: "web",
+        concurrency: "1",
+        temperature: "0",
+        seed: "0",
+        requestTimeout: "0.2",
+        retries: "0",
+      });
+      const started = performance.now();
+      await expect(runEval(flags, () => {})).rejects.toThrow(/v1\/models: no answer within 200 ms$/);
+      expect(performance.now() - started).toBeLessThan(1_500);
+      expect(fixture.requests).toHaveLength(1);
+    } finally {
+      await fixture.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

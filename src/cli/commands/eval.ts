@@ -9,7 +9,16 @@ import { DEFAULT_SAMPLING } from "../../runtime/index.js";
 import { loadTasks } from "../../tasks/index.js";
 import { CorpusIndex, createToolset } from "../../tools/index.js";
 import { findCorpus } from "../corpus.js";
-import { parseFlags, SEARCH_TOP_K_OPTION, SearchTopK } from "../flags.js";
+import {
+  parseFlags,
+  REQUEST_TIMEOUT_OPTION,
+  RETRIES_OPTION,
+  RequestTimeout,
+  Retries,
+  requestOptions,
+  SEARCH_TOP_K_OPTION,
+  SearchTopK,
+} from "../flags.js";
 import { itemProgress } from "../progress.js";
 
 const Count = z.coerce.number().int().positive();
@@ -33,6 +42,8 @@ export const EvalFlags = z.object({
   maxTokens: Count.optional(),
   maxTokensPerTurn: Count.optional(),
   judge: z.string().optional(),
+  requestTimeout: RequestTimeout,
+  retries: Retries,
   unsafeNoSandbox: z.boolean().default(false),
   searchTopK: SearchTopK,
 });
@@ -78,8 +89,14 @@ export async function runEval(flags: EvalFlags, log: (line: string) => void): Pr
     code: { unsafeNoSandbox: flags.unsafeNoSandbox },
   });
   const apiKey = process.env.COA_API_KEY ?? process.env.OPENAI_API_KEY;
-  const model = await openModel(flags.model, { modelName: flags.modelName, api: flags.api, apiKey });
-  const judge = flags.judge ? await openModel(flags.judge, { apiKey }) : undefined;
+  const requests = requestOptions(flags);
+  const model = await openModel(flags.model, {
+    modelName: flags.modelName,
+    api: flags.api,
+    apiKey,
+    ...requests,
+  });
+  const judge = flags.judge ? await openModel(flags.judge, { apiKey, ...requests }) : undefined;
   const progress = itemProgress(`eval ${path.basename(flags.out)}`);
   try {
     await mkdir(flags.out, { recursive: true });
@@ -136,6 +153,8 @@ export function register(program: Command): void {
     .option("--model-name <name>", "model name on an HTTP server (default: the first it lists)")
     .option("--api <kind>", "completions|chat for HTTP servers", "completions")
     .option("--judge <spec>", "OpenAI-compatible model that judges web QA answers")
+    .option(...REQUEST_TIMEOUT_OPTION)
+    .option(...RETRIES_OPTION)
     .option(...SEARCH_TOP_K_OPTION)
     .option("--unsafe-no-sandbox", "let the code tool run Python without bubblewrap")
     .action(async (raw: Record<string, unknown>) => {

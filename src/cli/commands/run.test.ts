@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Command } from "commander";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ByteTokenizer, FixtureServer, inOrder } from "../../model/index.js";
+import { ByteTokenizer, type FixtureHandler, FixtureServer, inOrder } from "../../model/index.js";
 import { Trajectory } from "../../protocol/index.js";
 import { register } from "./run.js";
 
@@ -107,6 +107,92 @@ describe("coa run", () => {
     );
     await expect(coaRun(["q", "--model", "http://127.0.0.1:9", "--profile", "chess"])).rejects.toThrow(
       /^--profile: /,
+    );
+  });
+});
+
+describe("coa run under a hanging or failing server (issue 22, item 6)", () => {
+  async function failingRun(routes: Record<string, FixtureHandler>, name: string, flags: string[]) {
+    const fixture = await FixtureServer.start(routes);
+    const out = join(dir, name, "trajectories.jsonl");
+    const started = performance.now();
+    try {
+      const lines = await coaRun(["q", "--model", `${fixture.url}/v1`, "--out", out, ...flags]);
+      const ms = performance.now() - started;
+      const records = (await readFile(out, "utf8")).trim().split("\n");
+      expect(records).toHaveLength(1);
+      return {
+        lines,
+        ms,
+        fixture,
+        traj: Trajectory.parse(JSON.parse(records[0]!)),
+        exitCode: process.exitCode,
+      };
+    } finally {
+      process.exitCode = undefined;
+      await fixture.close();
+    }
+  }
+
+  it("ends a hanging GET /v1/models at --max-time and still appends a record", async () => {
+    const { ms, traj, fixture } = await failingRun(
+      { "GET /v1/models": () => ({ hang: true }) },
+      "models-hang",
+      ["--max-time", "1"],
+    );
+    expect(ms).toBeLessThan(2_000);
+    expect(traj).toMatchObject({ finishReason: "max_time", answer: null, promptIds: [], segments: [] });
+    expect(traj.model).toBe(`${fixture.url}/v1`);
+    expect(traj.stats.wallMs).toBeGreaterThanOrEqual(990);
+    expect(fixture.requests).toHaveLength(1);
+  });
+
+  it("ends a hanging /tokenize at --max-time", async () => {
+    const { ms, traj } = await failingRun(
+      {
+        "GET /v1/models": () => ({ json: { data: [{ id: "fixture-model" }] } }),
+        "POST /tokenize": () => ({ hang: true }),
+      },
+      "tokenize-hang",
+      ["--max-time", "1"],
+    );
+    expect(ms).toBeLessThan(2_000);
+    expect(traj).toMatchObject({ finishReason: "max_time", model: "fixture-model" });
+  });
+
+  it("records a failing GET /v1/models as model_error after --retries, its body clipped, exit code 1", async () => {
+    const { traj, fixture, exitCode, lines } = await failingRun(
+      { "GET /v1/models": () => ({ status: 502, text: "<html>".repeat(20_000) }) },
+      "models-502",
+      ["--retries", "1"],
+    );
+    expect(fixture.requests).toHaveLength(2);
+    expect(exitCode).toBe(1);
+    expect(traj.finishReason).toBe("model_error");
+    const error = traj.meta.error as string;
+    expect(error).toMatch(/HTTP 502: [<>html]{500}…\[clipped: 120000 chars in all\] \(after 2 attempts\)$/);
+    expect(error.length).toBeLessThan(700);
+    expect(lines.join("\n").length).toBeLessThan(2_000);
+  });
+
+  it("takes --request-timeout per attempt and --retries 0", async () => {
+    const { ms, traj, fixture } = await failingRun(
+      { "POST /tokenize": () => ({ hang: true }) },
+      "request-timeout",
+      ["--model-name", "m", "--request-timeout", "0.3", "--retries", "0", "--max-time", "30"],
+    );
+    expect(ms).toBeLessThan(1_500);
+    expect(traj.finishReason).toBe("model_error");
+    expect(traj.meta.error).toMatch(/\/tokenize: no answer within 300 ms$/);
+    expect(fixture.requests).toHaveLength(1);
+  });
+
+  it("rejects a bad --retries or --request-timeout by name", async () => {
+    await expect(coaRun(["q", "--model", "http://127.0.0.1:9", "--retries", "-1"])).rejects.toThrow(
+      /^--retries: /,
+    );
+    await expect(coaRun(["q", "--model", "http://127.0.0.1:9", "--request-timeout", "0"])).rejects.toThrow(
+      /^--request-timeout: /,
     );
   });
 });

@@ -3,11 +3,26 @@ import { dirname, join } from "node:path";
 import type { Command } from "commander";
 import pc from "picocolors";
 import { z } from "zod";
-import { openModel, saveTokenizerOf } from "../../model/index.js";
+import {
+  type ModelClient,
+  openModel,
+  parseModelSpec,
+  saveTokenizerOf,
+  unavailableModel,
+} from "../../model/index.js";
 import { ProfileName, type Step, Trajectory } from "../../protocol/index.js";
-import { type RunEvent, runAgent } from "../../runtime/index.js";
+import { DEFAULT_BUDGET, type RunEvent, runAgent } from "../../runtime/index.js";
 import { CorpusIndex, createToolset } from "../../tools/index.js";
-import { parseFlags, SEARCH_TOP_K_OPTION, SearchTopK } from "../flags.js";
+import {
+  parseFlags,
+  REQUEST_TIMEOUT_OPTION,
+  RETRIES_OPTION,
+  RequestTimeout,
+  Retries,
+  requestOptions,
+  SEARCH_TOP_K_OPTION,
+  SearchTopK,
+} from "../flags.js";
 
 const Count = z.coerce.number().int().positive();
 const Seconds = z.coerce.number().positive();
@@ -27,6 +42,8 @@ const RunFlags = z.object({
   api: z.enum(["completions", "chat"]),
   apiKey: z.string().optional(),
   textOnly: z.boolean().default(false),
+  requestTimeout: RequestTimeout,
+  retries: Retries,
   maxTurns: Count.optional(),
   maxTokens: Count.optional(),
   maxTime: Seconds.optional(),
@@ -65,9 +82,14 @@ export function register(program: Command): void {
     .option("--api <api>", "completions | chat (continue_final_message)", "completions")
     .option("--api-key <key>", "bearer key for the server (default: $COA_API_KEY, then $OPENAI_API_KEY)")
     .option("--text-only", "the server takes and returns text only; ids come from the byte tokenizer")
+    .option(...REQUEST_TIMEOUT_OPTION)
+    .option(...RETRIES_OPTION)
     .option("--max-turns <n>", "model calls per episode")
     .option("--max-tokens <n>", "context limit: prompt + generated + observation tokens")
-    .option("--max-time <seconds>", "wall-time limit of the episode")
+    .option(
+      "--max-time <seconds>",
+      "wall-time limit of the episode, every model-server request included (default 600)",
+    )
     .option("--max-format-errors <n>", "format errors tolerated before giving up")
     .option("--max-tokens-per-turn <n>", "tokens per model call")
     .option("--temperature <t>", "sampling temperature")
@@ -89,12 +111,25 @@ export async function runQuestion(
   flags: RunFlags,
   print: (line: string) => void,
 ): Promise<Trajectory> {
-  const model = await openModel(flags.model, {
-    modelName: flags.modelName,
-    api: flags.api,
-    apiKey: flags.apiKey ?? process.env.COA_API_KEY ?? process.env.OPENAI_API_KEY,
-    textOnly: flags.textOnly,
-  });
+  // For a server the episode's clock starts now: finding the model name (GET /v1/models) counts
+  // against --max-time. Starting the embedded engine (a process, not a request) does not.
+  const spec = parseModelSpec(flags.model); // a malformed --model is the user's error, not an episode's
+  const startedAt = spec.kind === "http" ? performance.now() : undefined;
+  const maxTimeMs = flags.maxTime === undefined ? DEFAULT_BUDGET.maxTimeMs : flags.maxTime * 1000;
+  let model: ModelClient;
+  try {
+    model = await openModel(flags.model, {
+      modelName: flags.modelName,
+      api: flags.api,
+      apiKey: flags.apiKey ?? process.env.COA_API_KEY ?? process.env.OPENAI_API_KEY,
+      textOnly: flags.textOnly,
+      ...requestOptions(flags),
+      signal: AbortSignal.timeout(maxTimeMs),
+    });
+  } catch (err) {
+    // Recorded like any episode whose model fails: model_error, or max_time once the time is spent.
+    model = unavailableModel(flags.modelName ?? flags.model, err);
+  }
   try {
     const tools = createToolset({
       profile: flags.profile,
@@ -123,9 +158,10 @@ export async function runQuestion(
       budget: {
         maxTurns: flags.maxTurns,
         maxTokens: flags.maxTokens,
-        maxTimeMs: flags.maxTime === undefined ? undefined : flags.maxTime * 1000,
+        maxTimeMs,
         maxFormatErrors: flags.maxFormatErrors,
       },
+      startedAt,
       sampling: {
         temperature: flags.temperature,
         topP: flags.topP,

@@ -15,7 +15,16 @@ import {
 } from "../../teacher/index.js";
 import { CorpusIndex, createToolset } from "../../tools/index.js";
 import { findCorpus } from "../corpus.js";
-import { parseFlags, SEARCH_TOP_K_OPTION, SearchTopK } from "../flags.js";
+import {
+  parseFlags,
+  REQUEST_TIMEOUT_OPTION,
+  RETRIES_OPTION,
+  RequestTimeout,
+  Retries,
+  requestOptions,
+  SEARCH_TOP_K_OPTION,
+  SearchTopK,
+} from "../flags.js";
 import { itemProgress } from "../progress.js";
 
 const Count = z.coerce.number().int().positive();
@@ -31,6 +40,8 @@ export const TeachFlags = z
     api: z.enum(["completions", "chat"]),
     apiKey: z.string().optional(),
     textOnly: z.boolean().default(false),
+    requestTimeout: RequestTimeout,
+    retries: Retries,
     corpus: z.string().optional(),
     out: z.string().min(1),
     limit: Count.optional(),
@@ -65,6 +76,7 @@ export async function teach(flags: TeachFlags, log: (line: string) => void): Pro
       api: flags.api,
       apiKey: flags.apiKey ?? process.env.COA_API_KEY ?? process.env.OPENAI_API_KEY,
       textOnly: flags.textOnly,
+      ...requestOptions(flags),
     });
     driver = new LlmDriver({
       model,
@@ -171,6 +183,8 @@ export function register(program: Command): void {
     .option("--api <api>", "completions | chat", "completions")
     .option("--api-key <key>", "bearer key (default: $COA_API_KEY, then $OPENAI_API_KEY)")
     .option("--text-only", "the server takes and returns text only")
+    .option(...REQUEST_TIMEOUT_OPTION)
+    .option(...RETRIES_OPTION)
     .option("--corpus <jsonl>", "corpus for search and crawl (default: corpus.jsonl of the world)")
     .option("--out <dir>", "run folder: traces.jsonl, summary.json, config.json", "runs/teach")
     .option("--limit <n>", "only the first N tasks")
