@@ -189,15 +189,15 @@ describe("runPython in the bubblewrap sandbox", () => {
       "        print('refused', e.errno)",
       "ts = [threading.Thread(target=lambda: None) for _ in range(8)]",
       "[t.start() for t in ts]; [t.join() for t in ts]; print('threads ok')",
-      "block = b'x' * (400 * 2**20); print('400 MiB ok')",
-      "more = b'x' * (200 * 2**20); print('600 MiB ok')",
+      "block = b'x' * (300 * 2**20); print('300 MiB ok')",
+      "more = b'x' * (300 * 2**20); print('600 MiB ok')",
     ].join("\n");
     const run = await runPython({
       code,
       limits: { ...limits, memoryBytes: budget },
       options: { cgroup: "off" },
     });
-    expect(run.stdout).toBe("refused 1\nrefused 1\nthreads ok\n400 MiB ok\n");
+    expect(run.stdout).toBe("refused 1\nrefused 1\nthreads ok\n300 MiB ok\n");
     expect(run.killedBy).toBe("memory_limit");
     expect(run.enforced).toMatchObject({ memory: "single-process", memoryBytes: budget });
     const e = run.enforced!;

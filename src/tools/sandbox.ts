@@ -141,6 +141,8 @@ const SANDBOX_ENV: Record<string, string> = {
   OPENBLAS_NUM_THREADS: "1",
   OMP_NUM_THREADS: "1",
   MKL_NUM_THREADS: "1",
+  // glibc reserves 64 MiB of address space per thread arena; under RLIMIT_AS that is budget lost.
+  MALLOC_ARENA_MAX: "2",
 };
 const PROGRAM_PATH = "/box/main.py";
 // -I: isolated (no user site, no PYTHON* variables, so PYTHONUNBUFFERED would be ignored); -B: no
