@@ -7,8 +7,10 @@ import * as engine from "./engine.js";
 import * as protocol from "./protocol.js";
 import * as rewards from "./rewards.js";
 import * as runtime from "./runtime.js";
+import * as serve from "./serve.js";
 import * as teacher from "./teacher.js";
 import * as tools from "./tools.js";
+import * as toolserver from "./toolserver.js";
 import * as train from "./train.js";
 
 type Bench = { name: string; run: () => Promise<void> };
@@ -20,8 +22,10 @@ const benches: Bench[] = [
   { name: "protocol", run: protocol.run },
   { name: "rewards", run: rewards.run },
   { name: "runtime", run: runtime.run },
+  { name: "serve", run: serve.run },
   { name: "teacher", run: teacher.run },
   { name: "tools", run: tools.run },
+  { name: "toolserver", run: toolserver.run },
   { name: "train", run: train.run },
 ];
 

@@ -84,7 +84,7 @@ function article(i: number, words: string[], rand: () => number): Article {
   };
 }
 
-async function writeCorpus(path: string): Promise<string[]> {
+export async function writeCorpus(path: string): Promise<string[]> {
   const rand = seededRandom("coa bench corpus");
   const words = vocabulary(rand);
   const out = createWriteStream(path);
@@ -104,7 +104,7 @@ async function writeCorpus(path: string): Promise<string[]> {
   return queries;
 }
 
-function percentile(sorted: number[], p: number): number {
+export function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 

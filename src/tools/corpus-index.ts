@@ -261,6 +261,16 @@ export class CorpusIndex {
     return hitsFor(query, await this.readDocs(this.rank(query, k)));
   }
 
+  /**
+   * The `k` best documents for `query` by BM25 with their scores, best first: what a retrieval server
+   * (Search-R1's `/retrieve`) returns, whole documents rather than snippets.
+   */
+  async retrieve(query: string, k: number): Promise<Array<{ doc: CorpusDoc; score: number }>> {
+    const results = this.engine.search(query).slice(0, k);
+    const docs = await this.readDocs(results.map((r) => r.id as number));
+    return docs.map((doc, i) => ({ doc, score: results[i].score }));
+  }
+
   /** The corpus document whose `url` field is `url` (compared after normalisation), if any. */
   async documentByUrl(url: string): Promise<CorpusDoc | undefined> {
     const i = this.byUrl.get(normalizeUrl(url));

@@ -5,8 +5,10 @@ import { register as engine } from "./engine.js";
 import { register as evalCommand } from "./eval.js";
 import { register as indexCorpus } from "./index-corpus.js";
 import { register as run } from "./run.js";
+import { register as serve } from "./serve.js";
 import { register as tasks } from "./tasks.js";
 import { register as teach } from "./teach.js";
+import { register as tools } from "./tools.js";
 import { register as train } from "./train.js";
 import { register as validate } from "./validate.js";
 import { register as view } from "./view.js";
@@ -22,6 +24,7 @@ export const commands: RegisterCommand[] = [
   tasks,
   indexCorpus,
   run,
+  serve,
   teach,
   distill,
   train,
@@ -29,4 +32,5 @@ export const commands: RegisterCommand[] = [
   engine,
   validate,
   view,
+  tools,
 ];

@@ -3,99 +3,44 @@ import { dirname, join } from "node:path";
 import type { Command } from "commander";
 import pc from "picocolors";
 import { z } from "zod";
+import { type ModelClient, parseModelSpec, saveTokenizerOf, unavailableModel } from "../../model/index.js";
+import { type Step, Trajectory } from "../../protocol/index.js";
+import { type RunEvent, runAgent } from "../../runtime/index.js";
 import {
-  type ModelClient,
-  openModel,
-  parseModelSpec,
-  saveTokenizerOf,
-  unavailableModel,
-} from "../../model/index.js";
-import { ProfileName, type Step, Trajectory } from "../../protocol/index.js";
-import { DEFAULT_BUDGET, type RunEvent, runAgent } from "../../runtime/index.js";
-import { CorpusIndex, createToolset } from "../../tools/index.js";
-import {
-  parseFlags,
-  REQUEST_TIMEOUT_OPTION,
-  RETRIES_OPTION,
-  RequestTimeout,
-  Retries,
-  requestOptions,
-  SEARCH_TOP_K_OPTION,
-  SearchTopK,
-} from "../flags.js";
-
-const Count = z.coerce.number().int().positive();
-const Seconds = z.coerce.number().positive();
+  AgentFlags,
+  addEpisodeOptions,
+  addModelOptions,
+  addToolOptions,
+  agentBudget,
+  agentSampling,
+  maxTimeMs,
+  openAgentModel,
+  openAgentTools,
+  toolTimeoutMs,
+} from "../agent-flags.js";
+import { parseFlags } from "../flags.js";
 
 /** The flags of `coa run`, checked at the edge. */
-const RunFlags = z.object({
-  model: z.string().min(1),
-  profile: ProfileName,
-  corpus: z.string().optional(),
-  search: z.enum(["local", "serper", "searxng"]),
-  searchUrl: z.url().optional(),
-  offline: z.boolean().default(false),
-  unsafeNoSandbox: z.boolean().default(false),
-  searchTopK: SearchTopK,
+const RunFlags = AgentFlags.extend({
   out: z.string().min(1),
-  modelName: z.string().optional(),
-  api: z.enum(["completions", "chat"]),
   apiKey: z.string().optional(),
-  textOnly: z.boolean().default(false),
-  requestTimeout: RequestTimeout,
-  retries: Retries,
-  maxTurns: Count.optional(),
-  maxTokens: Count.optional(),
-  maxTime: Seconds.optional(),
-  maxFormatErrors: z.coerce.number().int().nonnegative().optional(),
-  maxTokensPerTurn: Count.optional(),
-  temperature: z.coerce.number().min(0).optional(),
-  topP: z.coerce.number().gt(0).max(1).optional(),
-  seed: z.coerce.number().int().optional(),
-  toolTimeout: Seconds.optional(),
   taskId: z.string().optional(),
 });
 type RunFlags = z.infer<typeof RunFlags>;
 
 /** `coa run "<question>"`: one episode, steps printed as they complete, the record appended to JSONL. */
 export function register(program: Command): void {
-  program
+  const command = program
     .command("run")
     .description("answer one question with the agent: print the steps live, append the trajectory to JSONL")
-    .argument("<question>", "the question to answer")
-    .requiredOption(
-      "-m, --model <spec>",
-      "OpenAI-compatible server base URL, or engine[:<preset>|hf:<model>|<checkpoint-dir>]",
-    )
-    .option("-p, --profile <profile>", `tag set (${ProfileName.options.join("|")})`, "web")
-    .option("-c, --corpus <jsonl>", "local corpus ({id,title,text,url?} per line) for search and crawl")
-    .option("--search <provider>", "web_search backend: local (the corpus) | serper | searxng", "local")
-    .option("--search-url <url>", "SearXNG base URL, or a Serper endpoint (key: $SERPER_API_KEY)")
-    .option(...SEARCH_TOP_K_OPTION)
-    .option("--offline", "crawl_page reads only corpus documents and allowed files, never the network")
-    .option(
-      "--unsafe-no-sandbox",
-      "let the code tool run Python WITHOUT a sandbox when bubblewrap is missing",
-    )
+    .argument("<question>", "the question to answer");
+  addModelOptions(command).option(
+    "--api-key <key>",
+    "bearer key for the server (default: $COA_API_KEY, then $OPENAI_API_KEY)",
+  );
+  addToolOptions(command);
+  addEpisodeOptions(command, "context limit: prompt + generated + observation tokens")
     .option("-o, --out <file>", "trajectory JSONL to append to", "runs/trajectories.jsonl")
-    .option("--model-name <name>", "model name for the server (default: the first it lists)")
-    .option("--api <api>", "completions | chat (continue_final_message)", "completions")
-    .option("--api-key <key>", "bearer key for the server (default: $COA_API_KEY, then $OPENAI_API_KEY)")
-    .option("--text-only", "the server takes and returns text only; ids come from the byte tokenizer")
-    .option(...REQUEST_TIMEOUT_OPTION)
-    .option(...RETRIES_OPTION)
-    .option("--max-turns <n>", "model calls per episode")
-    .option("--max-tokens <n>", "context limit: prompt + generated + observation tokens")
-    .option(
-      "--max-time <seconds>",
-      "wall-time limit of the episode, every model-server request included (default 600)",
-    )
-    .option("--max-format-errors <n>", "format errors tolerated before giving up")
-    .option("--max-tokens-per-turn <n>", "tokens per model call")
-    .option("--temperature <t>", "sampling temperature")
-    .option("--top-p <p>", "nucleus sampling")
-    .option("--seed <n>", "sampling seed")
-    .option("--tool-timeout <seconds>", "limit per tool call")
     .option("--task-id <id>", "recorded as the trajectory's taskId")
     .action(async (question: string, raw: Record<string, unknown>) => {
       const trajectory = await runQuestion(question, parseFlags(RunFlags, raw), (line) =>
@@ -115,35 +60,20 @@ export async function runQuestion(
   // against --max-time. Starting the embedded engine (a process, not a request) does not.
   const spec = parseModelSpec(flags.model); // a malformed --model is the user's error, not an episode's
   const startedAt = spec.kind === "http" ? performance.now() : undefined;
-  const maxTimeMs = flags.maxTime === undefined ? DEFAULT_BUDGET.maxTimeMs : flags.maxTime * 1000;
+  const timeLimitMs = maxTimeMs(flags);
   let model: ModelClient;
   try {
-    model = await openModel(flags.model, {
-      modelName: flags.modelName,
-      api: flags.api,
-      apiKey: flags.apiKey ?? process.env.COA_API_KEY ?? process.env.OPENAI_API_KEY,
-      textOnly: flags.textOnly,
-      ...requestOptions(flags),
-      signal: AbortSignal.timeout(maxTimeMs),
-    });
+    model = await openAgentModel(
+      flags,
+      flags.apiKey ?? process.env.COA_API_KEY ?? process.env.OPENAI_API_KEY,
+      AbortSignal.timeout(timeLimitMs),
+    );
   } catch (err) {
     // Recorded like any episode whose model fails: model_error, or max_time once the time is spent.
     model = unavailableModel(flags.modelName ?? flags.model, err);
   }
   try {
-    const tools = createToolset({
-      profile: flags.profile,
-      // Opened now, so a bad corpus fails before the model runs rather than inside a tool call.
-      index: flags.corpus ? await openIndex(flags.corpus, print) : undefined,
-      search: {
-        provider: flags.search,
-        baseUrl: flags.searchUrl,
-        apiKey: flags.search === "serper" ? process.env.SERPER_API_KEY : undefined,
-        topK: flags.searchTopK,
-      },
-      crawl: { offline: flags.offline },
-      code: { unsafeNoSandbox: flags.unsafeNoSandbox },
-    });
+    const tools = await openAgentTools(flags, print);
     print(
       pc.dim(
         `model ${model.name} · profile ${flags.profile} · tools ${[...tools.keys()].join(", ") || "none"}`,
@@ -155,20 +85,10 @@ export async function runQuestion(
       profile: flags.profile,
       question,
       taskId: flags.taskId,
-      budget: {
-        maxTurns: flags.maxTurns,
-        maxTokens: flags.maxTokens,
-        maxTimeMs,
-        maxFormatErrors: flags.maxFormatErrors,
-      },
+      budget: agentBudget(flags),
       startedAt,
-      sampling: {
-        temperature: flags.temperature,
-        topP: flags.topP,
-        seed: flags.seed,
-        maxTokensPerTurn: flags.maxTokensPerTurn,
-      },
-      toolTimeoutMs: flags.toolTimeout === undefined ? undefined : flags.toolTimeout * 1000,
+      sampling: agentSampling(flags),
+      toolTimeoutMs: toolTimeoutMs(flags),
       onEvent: (event) => {
         const line = formatEvent(event);
         if (line !== null) print(line);
@@ -183,12 +103,6 @@ export async function runQuestion(
   } finally {
     await model.close?.();
   }
-}
-
-async function openIndex(corpus: string, print: (line: string) => void): Promise<CorpusIndex> {
-  const { index, reused } = await CorpusIndex.open(corpus);
-  if (!reused) print(pc.dim(`indexed ${corpus}`));
-  return index;
 }
 
 const LABEL_WIDTH = 18;
