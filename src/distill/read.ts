@@ -1,7 +1,7 @@
 import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import type { z } from "zod";
-import { MasTrace } from "../teacher/index.js";
+import { type ImportDropReason, MasTrace } from "../teacher/index.js";
 import { jsonlLines } from "../util/index.js";
 
 /** Where a trace came from: file and 1-based line. */
@@ -12,7 +12,7 @@ export interface TraceRef {
 
 export const refText = (ref: TraceRef): string => `${ref.file}:${ref.line}`;
 
-export type ReadFailure = "invalid_json" | "unknown_agent" | "schema_error";
+export type ReadFailure = "invalid_json" | "unknown_agent" | "schema_error" | ImportDropReason;
 
 export type TraceLine =
   | { ok: true; ref: TraceRef; trace: MasTrace }
@@ -42,7 +42,12 @@ export function parseTraceLine(text: string, ref: TraceRef): TraceLine {
     };
   }
   const parsed = MasTrace.safeParse(data);
-  if (parsed.success) return { ok: true, ref, trace: parsed.data };
+  if (parsed.success) {
+    const unusable = parsed.data.unusable;
+    if (unusable)
+      return { ok: false, ref, reason: unusable.reason, detail: unusable.detail, taskId: parsed.data.taskId };
+    return { ok: true, ref, trace: parsed.data };
+  }
   const issue = parsed.error.issues[0]!;
   const taskId = (data as { taskId?: unknown } | null)?.taskId;
   return {

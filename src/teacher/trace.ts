@@ -45,6 +45,14 @@ export const MasMessage = z.object({
 });
 export type MasMessage = z.infer<typeof MasMessage>;
 
+/**
+ * Why `coa import` could not turn a framework's trace into a distillable one: the framework recorded
+ * it without content (sensitive data off), or a tool has no CoA tag. The distiller drops such a
+ * trace with this reason at its parse stage.
+ */
+export const ImportDropReason = z.enum(["redacted", "unmapped_tool"]);
+export type ImportDropReason = z.infer<typeof ImportDropReason>;
+
 /** One multi-agent episode on one task: every message, who said it to whom, and what it cost. */
 export const MasTrace = z.object({
   version: z.literal(1),
@@ -53,7 +61,8 @@ export const MasTrace = z.object({
   answers: z.array(z.string()),
   taskKind: z.string(),
   source: z.string(),
-  driver: z.enum(["expert", "llm"]),
+  /** "import": a team from another framework, brought in by `coa import`. */
+  driver: z.enum(["expert", "llm", "import"]),
   model: z.string(),
   tokenizer: z.string(),
   messages: z.array(MasMessage),
@@ -61,6 +70,8 @@ export const MasTrace = z.object({
   reward: z.number().nullable(),
   /** Set when the episode broke (model down, all retries spent); distinct from a wrong answer. */
   error: z.string().nullable().default(null),
+  /** Imported traces only: set when the trace is kept for its cost but cannot be distilled. */
+  unusable: z.object({ reason: ImportDropReason, detail: z.string() }).optional(),
   stats: z.object({
     agentCalls: z.number().int().nonnegative(),
     toolCalls: z.number().int().nonnegative(),

@@ -3,6 +3,7 @@ import { register as demo } from "./demo.js";
 import { register as distill } from "./distill.js";
 import { register as engine } from "./engine.js";
 import { register as evalCommand } from "./eval.js";
+import { register as importCommand } from "./import.js";
 import { register as indexCorpus } from "./index-corpus.js";
 import { register as run } from "./run.js";
 import { register as serve } from "./serve.js";
@@ -26,6 +27,7 @@ export const commands: RegisterCommand[] = [
   run,
   serve,
   teach,
+  importCommand,
   distill,
   train,
   evalCommand,

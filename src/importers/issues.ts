@@ -1,0 +1,26 @@
+/** Why part of an input file was not imported. The rest of the file is imported regardless. */
+export type IssueReason =
+  | "invalid_json" // a torn or truncated line
+  | "not_a_record" // a line of another format (a mixed file)
+  | "missing_parent" // a span whose parent is in no file: read as a top-level span
+  | "unknown_span_type" // a span kind the importer does not know: skipped
+  | "no_task" // a trace that joins no task of --tasks by id or question: not written
+  | "empty_trace"; // a trace with no model call
+
+export interface ImportIssue {
+  reason: IssueReason;
+  file: string;
+  /** 1-based line, or 0 for a whole file (OTLP/JSON) or trace. */
+  line: number;
+  detail: string;
+}
+
+export const issueText = (i: ImportIssue): string =>
+  `${i.file}${i.line ? `:${i.line}` : ""}: ${i.reason}: ${i.detail}`;
+
+/** One trace in the generic form, with where its records came from (for messages about it). */
+export interface Parsed<T> {
+  trace: T;
+  file: string;
+  line: number;
+}
