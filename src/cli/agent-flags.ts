@@ -1,11 +1,14 @@
+import { readFile } from "node:fs/promises";
 import type { Command } from "commander";
 import pc from "picocolors";
 import { z } from "zod";
 import { openModel } from "../model/index.js";
-import { ProfileName } from "../protocol/index.js";
+import { DIALECTS, DialectName, ProfileName } from "../protocol/index.js";
 import { type Budget, DEFAULT_BUDGET, type RunOptions, type Sampling } from "../runtime/index.js";
 import { CorpusIndex, createToolset } from "../tools/index.js";
 import {
+  CHAT_TEMPLATE_OPTION,
+  ChatTemplate,
   REQUEST_TIMEOUT_OPTION,
   RETRIES_OPTION,
   RequestTimeout,
@@ -13,6 +16,8 @@ import {
   requestOptions,
   SEARCH_TOP_K_OPTION,
   SearchTopK,
+  TEXT_ONLY_OPTION,
+  TextOnly,
 } from "./flags.js";
 
 const Count = z.coerce.number().int().positive();
@@ -25,11 +30,14 @@ const Seconds = z.coerce.number().positive();
 export const AgentFlags = z.object({
   model: z.string().min(1),
   modelName: z.string().optional(),
-  api: z.enum(["completions", "chat"]),
-  textOnly: z.boolean().default(false),
+  api: z.enum(["completions", "chat"]).optional(),
+  textOnly: TextOnly,
+  chatTemplate: ChatTemplate,
   requestTimeout: RequestTimeout,
   retries: Retries,
   profile: ProfileName,
+  dialect: DialectName.default("coa"),
+  systemPromptFile: z.string().min(1).optional(),
   corpus: z.string().optional(),
   search: z.enum(["local", "serper", "searxng"]),
   searchUrl: z.url().optional(),
@@ -56,8 +64,12 @@ export function addModelOptions(command: Command): Command {
       "OpenAI-compatible server base URL, or engine[:<preset>|hf:<model>|<checkpoint-dir>]",
     )
     .option("--model-name <name>", "model name for the server (default: the first it lists)")
-    .option("--api <api>", "completions | chat (continue_final_message)", "completions")
-    .option("--text-only", "the server takes and returns text only; ids come from the byte tokenizer")
+    .option(
+      "--api <api>",
+      "completions | chat (continue_final_message); default: completions where the server has it",
+    )
+    .option(...TEXT_ONLY_OPTION)
+    .option(...CHAT_TEMPLATE_OPTION)
     .option(...REQUEST_TIMEOUT_OPTION)
     .option(...RETRIES_OPTION);
 }
@@ -78,6 +90,25 @@ export function addToolOptions(command: Command): Command {
     .option("--tool-timeout <seconds>", "limit per tool call");
 }
 
+/**
+ * `--dialect` and `--system-prompt-file`: the rules and the exact prompt a model was trained with.
+ * Only commands that pass them on to the runtime (`agentPrompt`) take them.
+ */
+export function addDialectOptions(command: Command): Command {
+  return command
+    .option(
+      "--dialect <name>",
+      `protocol rules the model was trained on: ${Object.values(DIALECTS)
+        .map((d) => `${d.name} (${d.about})`)
+        .join("; ")}`,
+      "coa",
+    )
+    .option(
+      "--system-prompt-file <file>",
+      "the exact system prompt the model was trained with, instead of ours",
+    );
+}
+
 /** Budgets and sampling of one episode. */
 export function addEpisodeOptions(command: Command, maxTokensHelp: string): Command {
   return command
@@ -94,16 +125,39 @@ export function addEpisodeOptions(command: Command, maxTokensHelp: string): Comm
     .option("--seed <n>", "sampling seed");
 }
 
-/** Opens `--model` as the flags say; `apiKey` is the model server's bearer key. */
-export function openAgentModel(flags: AgentFlags, apiKey: string | undefined, signal?: AbortSignal) {
+/**
+ * Opens `--model` as the flags say; `apiKey` is the model server's bearer key, `notice` hears each
+ * fallback found in the server (text mode, chat route, no chat template).
+ */
+export function openAgentModel(
+  flags: AgentFlags,
+  apiKey: string | undefined,
+  signal?: AbortSignal,
+  notice?: (line: string) => void,
+) {
   return openModel(flags.model, {
     modelName: flags.modelName,
     api: flags.api,
     apiKey,
     textOnly: flags.textOnly,
+    chatTemplate: flags.chatTemplate,
+    onNotice: notice,
     ...requestOptions(flags),
     signal,
   });
+}
+
+/**
+ * `--dialect` and `--system-prompt-file` as runAgent takes them. The file's text is trimmed, as AFM's
+ * own code trims its prompts: a file's final newline is not part of the prompt.
+ */
+export async function agentPrompt(
+  flags: Pick<AgentFlags, "dialect" | "systemPromptFile">,
+): Promise<Pick<RunOptions, "dialect" | "systemPrompt">> {
+  const systemPrompt = flags.systemPromptFile
+    ? (await readFile(flags.systemPromptFile, "utf8")).trim()
+    : undefined;
+  return { dialect: flags.dialect, ...(systemPrompt === undefined ? {} : { systemPrompt }) };
 }
 
 /**

@@ -42,3 +42,19 @@ export function requestOptions(flags: { requestTimeout?: number; retries?: numbe
     ...(flags.retries === undefined ? {} : { maxRetries: flags.retries }),
   };
 }
+
+/**
+ * How a served model is driven, shared by every command that runs episodes on a `--model`: text
+ * mode and route (detected when not forced) and the chat template.
+ */
+export const TextOnly = z.boolean().optional();
+export const TEXT_ONLY_OPTION = [
+  "--text-only",
+  "force text mode: the server takes and returns text only, ids come from the byte tokenizer (default: when the server has no /tokenize)",
+] as const;
+export const ChatTemplate = z.enum(["auto", "on", "off"]).default("auto");
+export const CHAT_TEMPLATE_OPTION = [
+  "--chat-template <mode>",
+  "prompt through the model's chat template via the server's /tokenize: auto | on (required) | off",
+  "auto",
+] as const;

@@ -4,7 +4,7 @@ import { z } from "zod";
 import type { ModelClient } from "../model/index.js";
 import { completionIds, type ProfileName, parseCoa, type ToolTag, Trajectory } from "../protocol/index.js";
 import { type ScoreContext, scoreTask } from "../rewards/index.js";
-import { type Budget, ranToolCalls, runAgent, type Sampling } from "../runtime/index.js";
+import { type Budget, type RunOptions, ranToolCalls, runAgent, type Sampling } from "../runtime/index.js";
 import { hashString, type Task } from "../tasks/index.js";
 import type { Tool } from "../tools/index.js";
 import { appendJsonl, readJsonlTolerant, repairJsonlTail } from "../util/index.js";
@@ -52,6 +52,8 @@ export interface EvalOptions {
   /** Base of the per-sample seeds: sample j of task i always gets the same seed. */
   seed?: number;
   score?: ScoreContext;
+  /** The protocol rules and system prompt the model was trained with (default: coa's). */
+  prompt?: Pick<RunOptions, "dialect" | "systemPrompt">;
   onProgress?: (p: { done: number; total: number; correct: number }) => void;
 }
 
@@ -112,6 +114,7 @@ export async function evaluate(opts: EvalOptions): Promise<EvalSummary> {
             profile: opts.profile,
             question: task.question,
             taskId: task.id,
+            ...opts.prompt,
             budget: opts.budget,
             sampling: { ...opts.sampling, seed: sampleSeed(opts.seed ?? 0, task.id, sample) },
             origin: "eval",

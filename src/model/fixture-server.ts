@@ -52,20 +52,25 @@ export class FixtureServer {
       };
       fixture!.requests.push(request);
       const handler = routes[`${request.method} ${request.path}`];
-      const reply: FixtureReply = handler
-        ? handler(request)
-        : { status: 404, json: { error: { message: `no route ${request.method} ${request.path}` } } };
+      let reply: FixtureReply;
+      try {
+        reply = handler
+          ? handler(request)
+          : { status: 404, json: { error: { message: `no route ${request.method} ${request.path}` } } };
+      } catch (err) {
+        // A handler that throws answers 500 with its message, rather than leaving the client to time out.
+        reply = { status: 500, json: { error: { message: `fixture handler failed: ${String(err)}` } } };
+      }
       if ("hang" in reply) return;
       fixture!.inFlight++;
       fixture!.maxInFlight = Math.max(fixture!.maxInFlight, fixture!.inFlight);
       if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
       fixture!.inFlight--;
-      const isJson = "json" in reply;
       res.writeHead(reply.status ?? 200, {
-        "content-type": isJson ? "application/json" : "text/plain",
+        "content-type": "json" in reply ? "application/json" : "text/plain",
         ...reply.headers,
       });
-      res.end(isJson ? JSON.stringify(reply.json) : reply.text);
+      res.end("json" in reply ? JSON.stringify(reply.json) : reply.text);
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const { port } = server.address() as AddressInfo;

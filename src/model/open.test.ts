@@ -36,7 +36,12 @@ describe("openModel", () => {
   });
 
   it("uses the byte tokenizer for text-only servers", async () => {
-    const model = await openModel("http://127.0.0.1:9/v1", { modelName: "m", textOnly: true });
+    // Both forced, so nothing is asked of the (absent) server.
+    const model = await openModel("http://127.0.0.1:9/v1", {
+      modelName: "m",
+      textOnly: true,
+      api: "completions",
+    });
     expect(model.tokenizer).toBe("coa-byte-v1");
     expect(await model.tokenize("<answer>")).toHaveLength(1);
   });

@@ -1,16 +1,26 @@
 import { ByteTokenizer } from "./byte-tokenizer.js";
+import { detectServer } from "./detect.js";
 import { Engine, type EngineOptions, type EngineSource } from "./engine.js";
 import { EnginePreset } from "./engine-api.js";
-import { OpenAICompatibleClient } from "./openai-client.js";
+import { JsonHttp } from "./json-http.js";
+import { OpenAICompatibleClient, type OpenAICompatibleOptions, serverRoot } from "./openai-client.js";
 import type { CompletionResult, ModelClient } from "./types.js";
 
 export interface OpenModelOptions {
   /** Model name for HTTP servers; default: the first model the server lists. */
   modelName?: string;
+  /** Which route generates; default: completions, or chat where the server has no `/v1/completions`. */
   api?: "completions" | "chat";
   apiKey?: string;
-  /** The server takes and returns text only; ids come from the byte tokenizer (inexact). */
+  /**
+   * The server takes and returns text only; ids come from the byte tokenizer (inexact). Default: so
+   * when the server has no vLLM-style `/tokenize`.
+   */
   textOnly?: boolean;
+  /** Prompts through the model's chat template: `auto` (default), `on` (required) or `off`. */
+  chatTemplate?: OpenAICompatibleOptions["chatTemplate"];
+  /** One line for each fallback found (text mode, chat route, no chat template). */
+  onNotice?: (line: string) => void;
   /** Limit for one attempt of one request (`--request-timeout`); also the engine's completion limit. */
   timeoutMs?: number;
   /** Extra attempts after the first on transient failures (`--retries`); HTTP servers only. */
@@ -50,23 +60,55 @@ export async function openModel(spec: string, options: OpenModelOptions = {}): P
       ...options.engine,
       timeoutMs: options.engine?.timeoutMs ?? options.timeoutMs,
     });
-  const connect = (model: string) =>
-    new OpenAICompatibleClient({
-      baseUrl: parsed.baseUrl,
-      model,
-      api: options.api,
-      apiKey: options.apiKey,
-      timeoutMs: options.timeoutMs,
-      maxRetries: options.maxRetries,
-      concurrency: options.concurrency,
-      ...(options.textOnly
-        ? { textOnly: true, tokenizer: new ByteTokenizer(), serverExtensions: false }
-        : {}),
-    });
-  if (options.modelName) return connect(options.modelName);
-  const [first] = await connect("").listModels({ signal: options.signal });
-  if (!first) throw new Error(`${parsed.baseUrl} lists no models; name one with --model-name`);
-  return connect(first);
+  const base = {
+    baseUrl: parsed.baseUrl,
+    apiKey: options.apiKey,
+    timeoutMs: options.timeoutMs,
+    maxRetries: options.maxRetries,
+    concurrency: options.concurrency,
+    chatTemplate: options.chatTemplate,
+    onNotice: options.onNotice,
+  };
+  let model = options.modelName;
+  if (!model) {
+    [model] = await new OpenAICompatibleClient({ ...base, model: "" }).listModels({ signal: options.signal });
+    if (!model) throw new Error(`${parsed.baseUrl} lists no models; name one with --model-name`);
+  }
+  const { textOnly, api } = await serverMode(serverRoot(parsed.baseUrl), model, options);
+  return new OpenAICompatibleClient({
+    ...base,
+    model,
+    api,
+    ...(textOnly ? { textOnly: true, tokenizer: new ByteTokenizer(), serverExtensions: false } : {}),
+  });
+}
+
+/**
+ * Text mode and route, as the options force them or as the server shows them (`detectServer`);
+ * each fallback is told in one line. Nothing is asked when both are forced.
+ */
+async function serverMode(
+  root: string,
+  model: string,
+  options: OpenModelOptions,
+): Promise<{ textOnly: boolean; api: "completions" | "chat" }> {
+  if (options.textOnly !== undefined && options.api) return { textOnly: options.textOnly, api: options.api };
+  const http = new JsonHttp({
+    apiKey: options.apiKey,
+    timeoutMs: options.timeoutMs ?? 120_000,
+    maxRetries: options.maxRetries ?? 3,
+    concurrency: 1,
+  });
+  const found = await detectServer(http, root, model, options.signal);
+  const textOnly = options.textOnly ?? !found.tokenize;
+  const api = options.api ?? (found.completions ? "completions" : "chat");
+  if (textOnly && options.textOnly === undefined)
+    options.onNotice?.(
+      `${root} has no /tokenize: text mode, ids re-tokenized by the byte tokenizer and marked inexact (--text-only says so up front)`,
+    );
+  if (api === "chat" && !options.api)
+    options.onNotice?.(`${root} has no /v1/completions: generating through /v1/chat/completions`);
+  return { textOnly, api };
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import type { Tokenizer } from "./byte-tokenizer.js";
+import { refuses } from "./detect.js";
 import { JsonHttp } from "./json-http.js";
 import {
   ChatResponse,
@@ -15,6 +16,8 @@ import {
 } from "./openai-wire.js";
 import {
   type CallOptions,
+  type ChatMessage,
+  type ChatPrompt,
   type CompletionChoice,
   CompletionRequest,
   type CompletionResult,
@@ -30,6 +33,13 @@ export interface OpenAICompatibleOptions {
   apiKey?: string;
   /** `completions` (default) sends prompt text or ids; `chat` continues a final assistant message. */
   api?: "completions" | "chat";
+  /**
+   * Whether prompts go through the model's chat template (`chatPrompt`): `auto` (default) where the
+   * server's `/tokenize` renders messages, `on` requires it (a server without fails), `off` never.
+   */
+  chatTemplate?: "auto" | "on" | "off";
+  /** Told once, in one line, when the model's chat template cannot be applied. */
+  onNotice?: (line: string) => void;
   timeoutMs?: number;
   maxRetries?: number;
   concurrency?: number;
@@ -67,6 +77,8 @@ export class OpenAICompatibleClient implements ModelClient {
   private readonly http: JsonHttp;
   private readonly api: "completions" | "chat";
   private readonly extensions: boolean;
+  /** Whether the server's /tokenize renders messages: unknown until the first `chatPrompt`. */
+  private templated: boolean | undefined;
 
   constructor(private readonly options: OpenAICompatibleOptions) {
     this.name = options.model;
@@ -100,44 +112,10 @@ export class OpenAICompatibleClient implements ModelClient {
         ? { include_stop_str_in_output: true, return_token_ids: true, return_tokens_as_token_ids: true }
         : {}),
     };
-    let wire: WireChoice[];
-    let body: { model?: string; usage?: { prompt_tokens: number; completion_tokens: number } | null };
-    if (this.api === "chat") {
-      const url = `${this.root}/v1/chat/completions`;
-      const response = parseWire(
-        ChatResponse,
-        await this.http.post(
-          url,
-          {
-            ...sampling,
-            messages: [
-              ...(this.options.chatUserMessage
-                ? [{ role: "user", content: this.options.chatUserMessage }]
-                : []),
-              { role: "assistant", content: await this.promptText(req, signal) },
-            ],
-            continue_final_message: true,
-            add_generation_prompt: false,
-            logprobs: req.logprobs || undefined,
-          },
-          signal,
-        ),
-        url,
-      );
-      wire = chatChoices(response);
-      body = response;
-    } else {
-      const url = `${this.root}/v1/completions`;
-      const prompt =
-        req.promptIds && !this.options.textOnly ? req.promptIds : await this.promptText(req, signal);
-      const response = parseWire(
-        CompletionsResponse,
-        await this.http.post(url, { ...sampling, prompt, logprobs: req.logprobs ? 1 : undefined }, signal),
-        url,
-      );
-      wire = completionsChoices(response);
-      body = response;
-    }
+    const { wire, body } =
+      this.api === "chat"
+        ? await this.postChat(req, sampling, signal)
+        : await this.postCompletions(req, sampling, signal);
     wire.sort((a, b) => a.index - b.index);
     const choices = await Promise.all(wire.map((c) => this.toChoice(c, req, signal)));
     return {
@@ -150,6 +128,111 @@ export class OpenAICompatibleClient implements ModelClient {
             completionTokens: choices.reduce((n, c) => n + c.tokenIds.length, 0),
           },
     };
+  }
+
+  private async postCompletions(
+    req: ParsedRequest,
+    sampling: Record<string, unknown>,
+    signal?: AbortSignal,
+  ): Promise<{ wire: WireChoice[]; body: WireBody }> {
+    const url = `${this.root}/v1/completions`;
+    const prompt =
+      req.promptIds && !this.options.textOnly ? req.promptIds : await this.promptText(req, signal);
+    const response = parseWire(
+      CompletionsResponse,
+      await this.http.post(url, { ...sampling, prompt, logprobs: req.logprobs ? 1 : undefined }, signal),
+      url,
+    );
+    return { wire: completionsChoices(response), body: response };
+  }
+
+  /**
+   * Chat completions: the assistant's text so far goes as a final assistant message to continue
+   * (vLLM and SGLang's `continue_final_message`). A prompt from `chatPrompt` sends its messages
+   * before it, and a reply not yet begun asks for a fresh assistant turn instead.
+   */
+  private async postChat(
+    req: ParsedRequest,
+    sampling: Record<string, unknown>,
+    signal?: AbortSignal,
+  ): Promise<{ wire: WireChoice[]; body: WireBody }> {
+    const url = `${this.root}/v1/chat/completions`;
+    let messages: ChatMessage[];
+    if (req.chat && req.promptIds) {
+      const reply = await this.detokenize(req.promptIds.slice(req.chat.promptTokens), { signal });
+      messages = reply ? [...req.chat.messages, { role: "assistant", content: reply }] : req.chat.messages;
+    } else {
+      const user = this.options.chatUserMessage;
+      messages = [
+        ...(user ? [{ role: "user" as const, content: user }] : []),
+        { role: "assistant", content: await this.promptText(req, signal) },
+      ];
+    }
+    const continues = messages.at(-1)?.role === "assistant";
+    const response = parseWire(
+      ChatResponse,
+      await this.http.post(
+        url,
+        {
+          ...sampling,
+          messages,
+          // Servers that reject unknown fields (OpenAI) get neither; they cannot continue a message.
+          ...(this.extensions
+            ? { continue_final_message: continues, add_generation_prompt: !continues }
+            : {}),
+          logprobs: req.logprobs || undefined,
+        },
+        signal,
+      ),
+      url,
+    );
+    return { wire: chatChoices(response), body: response };
+  }
+
+  /**
+   * The prompt ids of `messages` through the model's chat template: vLLM's (and SGLang's) `/tokenize`
+   * with `messages` and `add_generation_prompt`, so every id is the server's. Null when the template
+   * is off, or the server renders no messages (a 4xx on the first try; told once by `onNotice`). A
+   * chat-only server (`api: "chat"`) gets the messages themselves with each request, so the ids
+   * returned here only stand for them: the messages' text tokenized as it stands, marked inexact.
+   */
+  async chatPrompt(messages: readonly ChatMessage[], options: CallOptions = {}): Promise<ChatPrompt | null> {
+    const mode = this.options.chatTemplate ?? "auto";
+    if (mode === "off") return null;
+    if (this.api === "chat") {
+      const text = messages.map((m) => `${m.role}: ${m.content}`).join("\n\n");
+      return { ids: await this.tokenize(text, options), exact: false };
+    }
+    if (this.templated === false) return this.noTemplate(mode, null);
+    if (this.options.textOnly) {
+      this.templated = false;
+      return this.noTemplate(mode, "it takes text only");
+    }
+    const url = `${this.root}/tokenize`;
+    const body = {
+      model: this.options.model,
+      messages,
+      add_generation_prompt: true,
+      add_special_tokens: false,
+    };
+    try {
+      const ids = parseWire(TokenizeResponse, await this.http.post(url, body, options.signal), url).tokens;
+      this.templated = true;
+      return { ids, exact: true };
+    } catch (err) {
+      // A server that never rendered messages refuses them (400/404/422); later failures are failures.
+      if (this.templated || !refuses(err)) throw err;
+      this.templated = false;
+      return this.noTemplate(mode, `its /tokenize renders no chat messages (HTTP ${err.status})`);
+    }
+  }
+
+  /** No template to apply: an error where one is required, else null (and a notice the first time). */
+  private noTemplate(mode: "auto" | "on", why: string | null): null {
+    if (mode === "on")
+      throw new Error(`${this.root}: cannot apply the model's chat template: ${why ?? "none"}`);
+    if (why) this.options.onNotice?.(`${this.root}: no chat template (${why}); prompts go as plain text`);
+    return null;
   }
 
   async tokenize(text: string, options: CallOptions = {}): Promise<number[]> {
@@ -193,13 +276,12 @@ export class OpenAICompatibleClient implements ModelClient {
 
     const named = typeof c.stopReason === "string" && req.stop.includes(c.stopReason) ? c.stopReason : null;
     const kept = req.stop.some((s) => text.endsWith(s));
-    // A server sent vLLM's extensions keeps its stop string, so a text without one ended on EOS. Servers
-    // without them (OpenAI, llama.cpp) drop the stop unnamed: infer it from the tag left open.
+    // vLLM and SGLang say which stop matched (null at EOS), and a server sent vLLM's
+    // `include_stop_str_in_output` keeps it. Servers in text mode that say nothing (OpenAI,
+    // llama.cpp, Ollama) drop the stop unnamed: infer it from the tag left open.
+    const unnamed = c.stopReason === undefined && !this.extensions;
     const reported =
-      named ??
-      (finishReason === "stop" && c.stopReason === null && !kept && !this.extensions
-        ? openStopTag(text, req.stop)
-        : null);
+      named ?? (finishReason === "stop" && unnamed && !kept ? openStopTag(text, req.stop) : null);
     if (finishReason === "stop" && reported !== null && !text.endsWith(reported)) {
       // The server dropped the matched stop string; put it back so "stop string kept" holds.
       text += reported;
@@ -224,8 +306,10 @@ export class OpenAICompatibleClient implements ModelClient {
   }
 }
 
+type WireBody = { model?: string; usage?: { prompt_tokens: number; completion_tokens: number } | null };
+
 /** `http://host:8000/v1/` → `http://host:8000`: /tokenize and /detokenize live at the root in vLLM. */
-function serverRoot(baseUrl: string): string {
+export function serverRoot(baseUrl: string): string {
   return baseUrl.replace(/\/+$/, "").replace(/\/v1$/, "");
 }
 

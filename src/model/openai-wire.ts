@@ -57,7 +57,8 @@ export interface WireChoice {
   tokenStrings?: string[];
   logprobs?: number[];
   finishReason: string | null;
-  stopReason: string | number | null;
+  /** The stop that matched, null at EOS; undefined when the server never says (OpenAI, llama.cpp). */
+  stopReason: string | number | null | undefined;
 }
 
 export function completionsChoices(body: z.infer<typeof CompletionsResponse>): WireChoice[] {
@@ -69,7 +70,7 @@ export function completionsChoices(body: z.infer<typeof CompletionsResponse>): W
     // The first prompt token has a null logprob when echoing; generated tokens never do.
     logprobs: c.logprobs?.token_logprobs?.map((l) => l ?? 0),
     finishReason: c.finish_reason ?? null,
-    stopReason: c.stop_reason ?? c.matched_stop ?? null,
+    stopReason: stopReasonOf(c),
   }));
 }
 
@@ -81,8 +82,14 @@ export function chatChoices(body: z.infer<typeof ChatResponse>): WireChoice[] {
     tokenStrings: c.logprobs?.content?.map((t) => t.token),
     logprobs: c.logprobs?.content?.map((t) => t.logprob),
     finishReason: c.finish_reason ?? null,
-    stopReason: c.stop_reason ?? c.matched_stop ?? null,
+    stopReason: stopReasonOf(c),
   }));
+}
+
+/** vLLM's `stop_reason` or SGLang's `matched_stop`; undefined when the body has neither field. */
+function stopReasonOf(c: { stop_reason?: string | number | null; matched_stop?: string | number | null }) {
+  if (c.stop_reason === undefined && c.matched_stop === undefined) return undefined;
+  return c.stop_reason ?? c.matched_stop ?? null;
 }
 
 /** Validates a response body, naming the first field that does not fit. */

@@ -1,5 +1,9 @@
 import { z } from "zod";
 
+/** One chat turn, as OpenAI-compatible servers and chat templates take it. */
+export const ChatMessage = z.object({ role: z.enum(["system", "user", "assistant"]), content: z.string() });
+export type ChatMessage = z.infer<typeof ChatMessage>;
+
 export const CompletionRequest = z
   .object({
     /** Text prompt; exactly one of `prompt` and `promptIds` is given. */
@@ -14,6 +18,14 @@ export const CompletionRequest = z
     n: z.number().int().positive().default(1),
     logprobs: z.boolean().default(false),
     seed: z.number().int().optional(),
+    /**
+     * The prompt came from `chatPrompt(messages)`: its first `promptTokens` ids are that conversation
+     * and the rest is the assistant's reply so far. A client that cannot send ids (a chat-only server)
+     * sends the messages plus that reply as an assistant message to continue.
+     */
+    chat: z
+      .object({ messages: z.array(ChatMessage).min(1), promptTokens: z.number().int().nonnegative() })
+      .optional(),
   })
   .refine((r) => (r.prompt === undefined) !== (r.promptIds === undefined), {
     message: "give exactly one of prompt and promptIds",
@@ -56,6 +68,13 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/** A conversation rendered by the model's chat template, up to where the assistant's reply begins. */
+export interface ChatPrompt {
+  ids: number[];
+  /** False when the ids are not the ones the server reads (a chat-only server; see `chatPrompt`). */
+  exact: boolean;
+}
+
 /**
  * Anything that completes text: a vLLM/SGLang/OpenAI-compatible server, the embedded engine, or a
  * scripted model in tests. The runtime cannot tell them apart.
@@ -73,6 +92,12 @@ export interface ModelClient {
   complete(request: CompletionRequest, options?: CallOptions): Promise<CompletionResult>;
   tokenize(text: string, options?: CallOptions): Promise<number[]>;
   detokenize(ids: readonly number[], options?: CallOptions): Promise<string>;
+  /**
+   * The prompt ids of `messages` through the model's own chat template, with the assistant's header
+   * added; null when the model has no template to apply (then prompts are plain text). Absent on
+   * clients that never have one (the embedded engine, scripted models).
+   */
+  chatPrompt?(messages: readonly ChatMessage[], options?: CallOptions): Promise<ChatPrompt | null>;
   /** Releases connections or child processes; safe to call twice. */
   close?(): Promise<void>;
 }

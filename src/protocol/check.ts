@@ -19,8 +19,12 @@ export function checkFormat(
   profile: ProfileName,
   opts: Omit<ParseOptions, "profile"> & ValidateOptions = {},
 ): FormatCheck {
-  const { steps, errors } = parseCoa(text, { modelOutput: opts.modelOutput });
-  const all = [...errors, ...validateTrajectorySteps(steps, profile, { complete: opts.complete })];
+  const { steps, errors } = parseCoa(text, { modelOutput: opts.modelOutput, dialect: opts.dialect });
+  const validated = validateTrajectorySteps(steps, profile, {
+    complete: opts.complete,
+    dialect: opts.dialect,
+  });
+  const all = [...errors, ...validated];
   all.sort((a, b) => a.span.start - b.span.start);
   return { ok: all.length === 0, steps, errors: all };
 }

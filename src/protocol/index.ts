@@ -1,4 +1,6 @@
+export { braceGroup, lastBoxed } from "./boxed.js";
 export * from "./check.js";
+export * from "./dialects.js";
 export * from "./parser.js";
 export * from "./prompts.js";
 export * from "./render.js";

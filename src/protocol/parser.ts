@@ -1,10 +1,10 @@
+import { answerProblem, type DialectName, dialectOf, profileIn } from "./dialects.js";
 import { parseScore } from "./score.js";
 import type { FormatError, FormatErrorKind, Step } from "./steps.js";
 import {
   ALL_TAGS,
   closeTag,
   OBSERVATION_TAG,
-  PROFILES,
   type ProfileName,
   type RoleTag,
   type Tag,
@@ -18,6 +18,8 @@ export interface ParseOptions {
   profile?: ProfileName;
   /** The text is model output, so an `<observation>` in it was forged by the model. */
   modelOutput?: boolean;
+  /** Whose rules the text follows (default `coa`): the score scale, the answer form, and with `profile` the roles. */
+  dialect?: DialectName;
 }
 
 export interface ParseResult {
@@ -72,9 +74,13 @@ export class CoaStreamParser {
   private result: ParseResult | null = null;
   private readonly enabled: ReadonlySet<Tag> | null;
   private readonly modelOutput: boolean;
+  private readonly dialect: DialectName;
+  private readonly maxScore: number;
 
   constructor(opts: ParseOptions = {}) {
-    const profile = opts.profile ? PROFILES[opts.profile] : null;
+    this.dialect = opts.dialect ?? "coa";
+    this.maxScore = dialectOf(this.dialect).score.max;
+    const profile = opts.profile ? profileIn(opts.profile, this.dialect) : null;
     this.enabled = profile ? new Set<Tag>([...profile.roles, ...profile.tools, OBSERVATION_TAG]) : null;
     this.modelOutput = opts.modelOutput ?? false;
   }
@@ -212,13 +218,20 @@ export class CoaStreamParser {
     this.open = null;
     const text = open.parts.join("").trim();
     const span = { start: open.start, end };
-    const step = makeStep(open.tag, text, span);
+    const step = makeStep(open.tag, text, span, this.maxScore);
     this.done.push(step);
+    const badAnswer = step.type === "answer" && text !== "" ? answerProblem(text, this.dialect) : null;
     if (text === "") this.report("empty_tag", `<${open.tag}> is empty`, span.start, span.end);
     else if (open.tag === "code" && !extractCode(text))
       this.report("missing_code_fence", "<code> needs a ```python fenced block", span.start, span.end);
     else if (step.type === "double_check" && step.score === null)
-      this.report("bad_score", "<double_check> must end with a score from 1 to 5", span.start, span.end);
+      this.report(
+        "bad_score",
+        `<double_check> must end with a score from 1 to ${this.maxScore}`,
+        span.start,
+        span.end,
+      );
+    else if (badAnswer) this.report("bad_answer", badAnswer, span.start, span.end);
   }
 
   private flushStray(): void {
@@ -233,9 +246,9 @@ export class CoaStreamParser {
   }
 }
 
-function makeStep(tag: Tag, text: string, span: { start: number; end: number }): Step {
+function makeStep(tag: Tag, text: string, span: { start: number; end: number }, maxScore: number): Step {
   if (TOOL_TAG_SET.has(tag)) return { type: "tool_call", tool: tag as ToolTag, args: text, span };
-  if (tag === "double_check") return { type: "double_check", text, score: parseScore(text), span };
+  if (tag === "double_check") return { type: "double_check", text, score: parseScore(text, maxScore), span };
   return { type: tag as Exclude<RoleTag, "double_check"> | typeof OBSERVATION_TAG, text, span };
 }
 

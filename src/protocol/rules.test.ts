@@ -118,7 +118,7 @@ describe("TRANSITION_RULES", () => {
   });
 
   it("reads as one sentence per rule", () => {
-    expect(TRANSITION_RULES.map(describeRule)).toContain(
+    expect(TRANSITION_RULES.map((r) => describeRule(r))).toContain(
       "After <double_check> scoring 2 or less comes <plan> or <think> then <plan>: a failed check sends the model back to planning.",
     );
   });

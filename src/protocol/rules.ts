@@ -1,5 +1,6 @@
+import { DIALECTS, type DialectName, profileIn } from "./dialects.js";
 import type { FormatError, Span, Step, StepType } from "./steps.js";
-import { PROFILES, type Profile, type ProfileName, type RoleTag } from "./tags.js";
+import type { Profile, ProfileName, RoleTag } from "./tags.js";
 
 /**
  * One transition rule of the protocol. Rules are data, not code paths, so the runtime, the
@@ -10,13 +11,13 @@ export type TransitionRule =
   | { kind: "start"; steps: readonly StepType[]; why: string }
   /**
    * The steps right after an `after` step begin with one of the `next` sequences; an empty `next`
-   * means nothing may follow. `whenScoreAtMost` limits a double_check rule to low scores;
-   * `ifEnabled` limits a rule to profiles that enable that role.
+   * means nothing may follow. `whenCheckFails` limits a double_check rule to scores at or below the
+   * dialect's re-plan score; `ifEnabled` limits a rule to profiles that enable that role.
    */
   | {
       kind: "next";
       after: StepType;
-      whenScoreAtMost?: number;
+      whenCheckFails?: true;
       ifEnabled?: RoleTag;
       next: readonly (readonly StepType[])[];
       why: string;
@@ -26,8 +27,8 @@ export type TransitionRule =
   /** A finished trajectory ends with `step`. */
   | { kind: "last"; step: StepType; why: string };
 
-/** A double check scoring this or lower sends the model back to planning. */
-export const REPLAN_SCORE = 2;
+/** A double check scoring this or lower sends the model back to planning (this project's dialect). */
+export const REPLAN_SCORE = DIALECTS.coa.score.replanAtMost;
 
 export const TRANSITION_RULES: readonly TransitionRule[] = [
   { kind: "start", steps: ["think", "plan"], why: "the model orients itself before it acts" },
@@ -48,7 +49,7 @@ export const TRANSITION_RULES: readonly TransitionRule[] = [
   {
     kind: "next",
     after: "double_check",
-    whenScoreAtMost: REPLAN_SCORE,
+    whenCheckFails: true,
     next: [["plan"], ["think", "plan"]],
     why: "a failed check sends the model back to planning",
   },
@@ -62,6 +63,8 @@ export interface ValidateOptions {
    * required next step has not come yet, and a missing answer, are not errors then.
    */
   complete?: boolean;
+  /** Whose rules apply (default `coa`): the roles enabled and the re-plan score. */
+  dialect?: DialectName;
 }
 
 const shown = (type: StepType): string => (type === "tool_call" ? "a tool call" : `<${type}>`);
@@ -69,7 +72,7 @@ const shownSeq = (seq: readonly StepType[]): string => seq.map(shown).join(" the
 const stepName = (step: Step): string => (step.type === "tool_call" ? `<${step.tool}>` : `<${step.type}>`);
 
 /** One line of plain English per rule, for docs, prompts of teachers and error listings. */
-export function describeRule(rule: TransitionRule): string {
+export function describeRule(rule: TransitionRule, dialect: DialectName = "coa"): string {
   switch (rule.kind) {
     case "start":
       return `A trajectory starts with ${rule.steps.map(shown).join(" or ")}: ${rule.why}.`;
@@ -78,7 +81,7 @@ export function describeRule(rule: TransitionRule): string {
     case "last":
       return `A finished trajectory ends with ${shown(rule.step)}: ${rule.why}.`;
     case "next": {
-      const when = rule.whenScoreAtMost === undefined ? "" : ` scoring ${rule.whenScoreAtMost} or less`;
+      const when = rule.whenCheckFails ? ` scoring ${DIALECTS[dialect].score.replanAtMost} or less` : "";
       const cond = rule.ifEnabled ? ` (profiles with ${shown(rule.ifEnabled)})` : "";
       const next = rule.next.length ? `comes ${rule.next.map(shownSeq).join(" or ")}` : "nothing comes";
       return `After ${shown(rule.after)}${when}${cond} ${next}: ${rule.why}.`;
@@ -102,7 +105,8 @@ export function validateTrajectorySteps(
   profile: ProfileName,
   opts: ValidateOptions = {},
 ): FormatError[] {
-  const p = PROFILES[profile];
+  const dialect = opts.dialect ?? "coa";
+  const p = profileIn(profile, dialect);
   const complete = opts.complete ?? true;
   const found: Found[] = [];
   const fail = (at: number, kind: FormatError["kind"], message: string) => {
@@ -113,7 +117,8 @@ export function validateTrajectorySteps(
     if (!enabledIn(p, step)) fail(i, "disabled_tag", `${stepName(step)} is not enabled in profile ${p.name}`);
   });
   for (const rule of TRANSITION_RULES) {
-    for (const [at, message] of breaches(rule, steps, p, complete)) fail(at, "bad_transition", message);
+    for (const [at, message] of breaches(rule, steps, p, complete, dialect))
+      fail(at, "bad_transition", message);
   }
   return found.sort((a, b) => a.at - b.at).map((f) => f.error);
 }
@@ -129,19 +134,21 @@ function breaches(
   steps: readonly Step[],
   p: Profile,
   complete: boolean,
+  dialect: DialectName,
 ): [number, string][] {
   const out: [number, string][] = [];
+  const describe = (r: TransitionRule) => describeRule(r, dialect);
   switch (rule.kind) {
     case "start":
       if (steps.length > 0 && !rule.steps.includes(steps[0].type))
-        out.push([0, `starts with ${stepName(steps[0])}; ${describeRule(rule)}`]);
+        out.push([0, `starts with ${stepName(steps[0])}; ${describe(rule)}`]);
       break;
     case "last": {
       const last = steps.at(-1);
       if (complete && last?.type !== rule.step)
         out.push([
           Math.max(steps.length - 1, 0),
-          `${last ? `ends with ${stepName(last)}` : "no steps"}; ${describeRule(rule)}`,
+          `${last ? `ends with ${stepName(last)}` : "no steps"}; ${describe(rule)}`,
         ]);
       break;
     }
@@ -149,16 +156,14 @@ function breaches(
       steps.forEach((step, i) => {
         const prev = steps[i - 1];
         if (step.type === rule.step && !(prev && rule.after.includes(prev.type)))
-          out.push([
-            i,
-            `${stepName(step)} after ${prev ? stepName(prev) : "nothing"}; ${describeRule(rule)}`,
-          ]);
+          out.push([i, `${stepName(step)} after ${prev ? stepName(prev) : "nothing"}; ${describe(rule)}`]);
       });
       break;
     case "next":
       if (rule.ifEnabled && !p.roles.includes(rule.ifEnabled)) break;
       steps.forEach((step, i) => {
-        if (step.type !== rule.after || !scoreApplies(rule.whenScoreAtMost, step)) return;
+        const atMost = rule.whenCheckFails ? DIALECTS[dialect].score.replanAtMost : undefined;
+        if (step.type !== rule.after || !scoreApplies(atMost, step)) return;
         const ok =
           rule.next.length === 0
             ? i + 1 >= steps.length
@@ -167,7 +172,7 @@ function breaches(
         const got = steps[i + 1];
         out.push([
           got ? i + 1 : i,
-          `${got ? stepName(got) : "nothing"} after ${stepName(step)}; ${describeRule(rule)}`,
+          `${got ? stepName(got) : "nothing"} after ${stepName(step)}; ${describe(rule)}`,
         ]);
       });
       break;

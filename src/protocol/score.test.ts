@@ -25,3 +25,17 @@ describe("parseScore", () => {
     },
   );
 });
+
+describe("parseScore on AFM's 1-4 scale", () => {
+  it.each([
+    ["The suggested answer matches every source. Score: 4", 4],
+    ["mostly correct, 3 out of 4", 3],
+    ["score 2/4", 2],
+  ])("%j -> %d", (text, score) => {
+    expect(parseScore(text, 4)).toBe(score);
+  });
+
+  it.each(["Score: 5", "4 out of 5 would be generous"])("%j -> null", (text) => {
+    expect(parseScore(text, 4)).toBeNull();
+  });
+});

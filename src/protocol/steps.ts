@@ -14,7 +14,7 @@ export const ReflectionStep = textStep("reflection");
 export const SuggestedAnswerStep = textStep("suggested_answer");
 export const AnswerStep = textStep("answer");
 export const ObservationStep = textStep("observation");
-/** A verifier's self-check; `score` is the 1–5 rating it ends with, null when none could be read. */
+/** A verifier's self-check; `score` is the rating it ends with (1–5, or 1–4 in AFM dialects), null when none could be read. */
 export const DoubleCheckStep = textStep("double_check").extend({
   score: z.number().int().min(0).max(5).nullable(),
 });
@@ -48,6 +48,8 @@ export const FormatErrorKind = z.enum([
   "missing_code_fence",
   "empty_tag",
   "bad_score",
+  /** An `<answer>` whose content breaks the dialect's answer form (no `\\boxed{}` where one is required). */
+  "bad_answer",
   "model_wrote_observation",
   "disabled_tag",
   "bad_transition",

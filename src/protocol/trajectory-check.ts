@@ -1,3 +1,4 @@
+import { answerOf } from "./dialects.js";
 import { parseCoa } from "./parser.js";
 import { renderPrompt } from "./prompts.js";
 import { validateTrajectorySteps } from "./rules.js";
@@ -27,7 +28,8 @@ export interface TrajectoryCheck {
  * the prompt is `renderPrompt` of its question, the completion parses and follows the transition
  * rules (an answer is required only when it finished with one), the loss mask is right (the tool
  * segments are exactly the observations), logprobs align with ids, and `answer` is the
- * `<answer>` text. `profile` overrides the record's own for the completion's checks.
+ * `<answer>` text (the boxed content in a boxed dialect). The record's `dialect` sets the rules;
+ * `profile` overrides the record's own for the completion's checks.
  */
 export function checkTrajectory(
   t: Trajectory,
@@ -45,10 +47,13 @@ export function checkTrajectory(
     }
   };
 
+  const { dialect } = t;
   const prompt = decoded("promptIds", t.promptIds);
-  // The prompt is what the model saw, so it is checked against the record's own profile.
-  const expected = renderPrompt({ profile: t.profile, question: t.question });
-  if (prompt !== null && prompt !== expected)
+  // The prompt is what the model saw, so it is checked against the record's own profile. One made
+  // by a chat template or from a supplied system prompt cannot be rebuilt here.
+  const rebuildable = !t.promptFormat?.chatTemplate && !t.promptFormat?.customSystemPrompt;
+  const expected = renderPrompt({ profile: t.profile, question: t.question, dialect });
+  if (rebuildable && prompt !== null && prompt !== expected)
     problems.push({
       field: "promptIds",
       message: `decoded prompt differs from renderPrompt at character ${firstDifference(prompt, expected)}`,
@@ -74,7 +79,7 @@ export function checkTrajectory(
     }
   });
 
-  const { steps, errors } = parseCoa(text);
+  const { steps, errors } = parseCoa(text, { dialect });
   const located = (span: { start: number; end: number }) => {
     const i = ranges.findIndex((r) => span.start >= r.start && span.start < r.end);
     return i < 0 ? "segments" : `segments[${i}]`;
@@ -91,11 +96,11 @@ export function checkTrajectory(
       });
   }
   const complete = t.finishReason === "answer";
-  for (const e of [...errors, ...validateTrajectorySteps(steps, profile, { complete })])
+  for (const e of [...errors, ...validateTrajectorySteps(steps, profile, { complete, dialect })])
     problems.push({ field: located(e.span), kind: e.kind, span: e.span, message: e.message });
 
   const last = steps.at(-1);
-  if (complete && last?.type === "answer" && t.answer?.trim() !== last.text)
+  if (complete && last?.type === "answer" && t.answer?.trim() !== answerOf(last.text, dialect))
     problems.push({ field: "answer", message: `${JSON.stringify(t.answer)} is not the <answer> text` });
   return { text, steps, problems };
 }

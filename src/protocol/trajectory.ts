@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DialectName } from "./dialects.js";
 import { ProfileName } from "./tags.js";
 
 /**
@@ -71,6 +72,14 @@ export const Trajectory = z.object({
   taskId: z.string().optional(),
   question: z.string(),
   profile: ProfileName,
+  /** Whose protocol rules the model follows; absent means this project's (`coa`). */
+  dialect: DialectName.optional(),
+  /**
+   * How the prompt was made, when not by `renderPrompt` with our system prompt: through the model's
+   * chat template (`chatTemplate`), and/or with a system prompt the user supplied. Such a prompt
+   * cannot be rebuilt from the question, so checks of the record skip that comparison.
+   */
+  promptFormat: z.object({ chatTemplate: z.boolean(), customSystemPrompt: z.boolean() }).optional(),
   model: z.string(),
   /** Identifies the vocabulary the ids belong to, e.g. "coa-byte-v1" or a HF model name. */
   tokenizer: z.string(),

@@ -1,4 +1,4 @@
-export { lastBoxed } from "./boxed.js";
+export { lastBoxed } from "../protocol/index.js";
 export { outputsMatch } from "./code-output.js";
 export { codeReward, programOf, type Sandbox } from "./code-reward.js";
 export { type FormatRewardOptions, formatReward } from "./format-reward.js";

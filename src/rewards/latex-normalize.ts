@@ -1,4 +1,4 @@
-import { braceGroup } from "./boxed.js";
+import { braceGroup } from "../protocol/index.js";
 
 /** Units that may trail a numeric answer ("5.4 cents", "15 cm^2"); they do not change the value. */
 const UNIT_WORDS = [

@@ -1,8 +1,8 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { lastBoxed } from "../protocol/index.js";
 import { loadTasks } from "../tasks/index.js";
-import { lastBoxed } from "./boxed.js";
 import { evalLatexNumber } from "./latex-eval.js";
 import { normalizeMath } from "./latex-normalize.js";
 import { extractMathAnswer, mathEquivalent } from "./math-equivalence.js";

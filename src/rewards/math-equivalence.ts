@@ -1,4 +1,4 @@
-import { lastBoxed } from "./boxed.js";
+import { lastBoxed } from "../protocol/index.js";
 import { evalLatexNumber } from "./latex-eval.js";
 import { normalizeMath } from "./latex-normalize.js";
 

@@ -1,10 +1,12 @@
 import { randomUUID } from "node:crypto";
-import { appendAll, type CompletionChoice, clipServerText } from "../model/index.js";
+import { appendAll, type CompletionChoice, type CompletionRequest, clipServerText } from "../model/index.js";
 import {
+  answerOf,
   emptyTrajectoryStats,
   type FinishReason,
   type FormatError,
   parseCoa,
+  promptMessages,
   renderObservation,
   renderPrompt,
   type Segment,
@@ -61,6 +63,8 @@ class Episode {
   private readonly timeout: AbortSignal;
 
   private promptIds: number[] = [];
+  /** Set when the prompt came from the model's chat template: sent with every call (see CompletionRequest.chat). */
+  private chat: CompletionRequest["chat"];
   /** Prompt plus every segment: what the next model call reads. */
   private readonly context: number[] = [];
   private readonly segments: Segment[] = [];
@@ -75,6 +79,7 @@ class Episode {
   private readonly calls: CallRecord[] = [];
   private readonly formatErrors: FormatError[] = [];
   private readonly meta: Record<string, unknown>;
+  private promptFormat: Trajectory["promptFormat"];
   private readonly stats: TrajectoryStats = emptyTrajectoryStats();
 
   constructor(private readonly opts: RunOptions) {
@@ -108,13 +113,10 @@ class Episode {
   }
 
   private async loop(): Promise<Trajectory> {
-    const { model, profile, question } = this.opts;
     // The caller may have spent the time already (`startedAt`: coa run waiting on GET /v1/models).
     if (this.timeUp()) return this.outOfBudget("max_time");
     try {
-      this.promptIds = await this.timedModel(() =>
-        model.tokenize(renderPrompt({ profile, question }), { signal: this.signal }),
-      );
+      this.promptIds = await this.timedModel(() => this.prompt());
     } catch (err) {
       return this.failed(err);
     }
@@ -138,6 +140,24 @@ class Episode {
     }
   }
 
+  /**
+   * The prompt's ids: through the model's own chat template where its server applies one, so an
+   * instruct or AFM model reads what it was trained on; else `renderPrompt`'s plain text.
+   */
+  private async prompt(): Promise<number[]> {
+    const { model, profile, question, dialect, systemPrompt } = this.opts;
+    const options = { profile, question, dialect, systemPrompt };
+    const { signal } = this;
+    const messages = promptMessages(options);
+    const chat = (await model.chatPrompt?.(messages, { signal })) ?? null;
+    if (chat) {
+      this.chat = { messages, promptTokens: chat.ids.length };
+      if (!chat.exact) this.meta.exactIds = false;
+    }
+    this.promptFormat = { chatTemplate: chat !== null, customSystemPrompt: systemPrompt !== undefined };
+    return chat ? chat.ids : model.tokenize(renderPrompt(options), { signal });
+  }
+
   /** One model call, recorded; returns the trajectory instead when the call ends the episode. */
   private async callModel(turn: number, room: number): Promise<CompletionChoice | Trajectory> {
     const { seed } = this.sampling;
@@ -157,6 +177,7 @@ class Episode {
           // One seed per call, so turns do not replay the same random stream.
           seed: seed === undefined ? undefined : seed + turn - 1,
           logprobs: true,
+          chat: this.chat,
         },
         { signal },
       );
@@ -218,7 +239,8 @@ class Episode {
    */
   private parseTurn(turn: number): { start: number; steps: Step[]; errors: FormatError[] } {
     const start = this.pendingStart;
-    const parsed = parseCoa(this.pending, { modelOutput: true });
+    const { dialect } = this.opts;
+    const parsed = parseCoa(this.pending, { modelOutput: true, dialect });
     this.pending = "";
     this.pendingStart = this.textLength;
     const steps = parsed.steps.map((s) => shiftStep(s, start));
@@ -226,9 +248,10 @@ class Episode {
     const errors = [
       ...parsed.errors.map((e) => shiftError(e, start)),
       // Rules are checked on everything acted on so far; only breaches in this turn are new.
-      ...validateTrajectorySteps([...this.accepted, ...steps], this.opts.profile, { complete: false }).filter(
-        (e) => e.span.start >= start,
-      ),
+      ...validateTrajectorySteps([...this.accepted, ...steps], this.opts.profile, {
+        complete: false,
+        dialect,
+      }).filter((e) => e.span.start >= start),
     ].sort((a, b) => a.span.start - b.span.start);
     return { start, steps, errors };
   }
@@ -241,7 +264,7 @@ class Episode {
     if (answer) {
       this.countFormatErrors(turn, errors);
       record.action = "answer";
-      return this.finish("answer", answer.text);
+      return this.finish("answer", answerOf(answer.text, this.opts.dialect));
     }
     const last = steps.at(-1);
     if (errors.length === 0 && last?.type !== "tool_call")
@@ -411,6 +434,10 @@ class Episode {
       ...(this.opts.taskId === undefined ? {} : { taskId: this.opts.taskId }),
       question: this.opts.question,
       profile: this.opts.profile,
+      ...(this.opts.dialect ? { dialect: this.opts.dialect } : {}),
+      ...(this.promptFormat?.chatTemplate || this.promptFormat?.customSystemPrompt
+        ? { promptFormat: this.promptFormat }
+        : {}),
       model: this.opts.model.name,
       tokenizer: this.opts.model.tokenizer,
       promptIds: this.promptIds,

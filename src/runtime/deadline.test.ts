@@ -39,7 +39,13 @@ const search: Tool<string> = {
 /** One episode against a loopback server, with coa's default client settings (120 s × 4 attempts). */
 async function episode(routes: Record<string, FixtureHandler>, options: Partial<RunOptions> = {}) {
   fixture = await FixtureServer.start(routes);
-  const model = new OpenAICompatibleClient({ baseUrl: `${fixture.url}/v1`, model: "m", retryBaseMs: 10 });
+  // Plain prompts: each test counts the /tokenize calls a plain prompt makes.
+  const model = new OpenAICompatibleClient({
+    baseUrl: `${fixture.url}/v1`,
+    model: "m",
+    retryBaseMs: 10,
+    chatTemplate: "off",
+  });
   const started = performance.now();
   const trajectory = await runAgent({
     model,

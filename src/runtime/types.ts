@@ -1,5 +1,13 @@
 import type { ModelClient } from "../model/index.js";
-import type { FinishReason, FormatError, ProfileName, Step, ToolTag, Trajectory } from "../protocol/index.js";
+import type {
+  DialectName,
+  FinishReason,
+  FormatError,
+  ProfileName,
+  Step,
+  ToolTag,
+  Trajectory,
+} from "../protocol/index.js";
 import type { Observation, Tool } from "../tools/index.js";
 
 /** Where an episode stops; whichever limit is hit first ends it (see docs/runtime.md). */
@@ -37,6 +45,14 @@ export interface RunOptions {
   // biome-ignore lint/suspicious/noExplicitAny: each tool has its own argument type
   tools: ReadonlyMap<ToolTag, Tool<any>>;
   profile: ProfileName;
+  /** Whose protocol rules the model was trained on (default `coa`): parsing, rules and the answer follow it. */
+  dialect?: DialectName;
+  /**
+   * The exact system prompt the model was trained with (`--system-prompt-file`), instead of ours.
+   * With a model whose server applies its chat template (`ModelClient.chatPrompt`), the prompt is
+   * rendered there from the dialect's messages; otherwise it is `renderPrompt`'s plain text.
+   */
+  systemPrompt?: string;
   question: string;
   taskId?: string;
   budget?: Partial<Budget>;

@@ -8,8 +8,11 @@ import { ProfileName } from "../../protocol/index.js";
 import { DEFAULT_SAMPLING } from "../../runtime/index.js";
 import { loadTasks } from "../../tasks/index.js";
 import { CorpusIndex, createToolset } from "../../tools/index.js";
+import { AgentFlags, addDialectOptions, agentPrompt } from "../agent-flags.js";
 import { findCorpus } from "../corpus.js";
 import {
+  CHAT_TEMPLATE_OPTION,
+  ChatTemplate,
   parseFlags,
   REQUEST_TIMEOUT_OPTION,
   RETRIES_OPTION,
@@ -18,6 +21,8 @@ import {
   requestOptions,
   SEARCH_TOP_K_OPTION,
   SearchTopK,
+  TEXT_ONLY_OPTION,
+  TextOnly,
 } from "../flags.js";
 import { itemProgress } from "../progress.js";
 
@@ -27,7 +32,9 @@ const Count = z.coerce.number().int().positive();
 export const EvalFlags = z.object({
   model: z.string().min(1),
   modelName: z.string().optional(),
-  api: z.enum(["completions", "chat"]),
+  api: z.enum(["completions", "chat"]).optional(),
+  textOnly: TextOnly,
+  chatTemplate: ChatTemplate,
   tasks: z.string().min(1),
   split: z.string().optional(),
   corpus: z.string().optional(),
@@ -46,6 +53,8 @@ export const EvalFlags = z.object({
   retries: Retries,
   unsafeNoSandbox: z.boolean().default(false),
   searchTopK: SearchTopK,
+  dialect: AgentFlags.shape.dialect,
+  systemPromptFile: AgentFlags.shape.systemPromptFile,
 });
 export type EvalFlags = z.infer<typeof EvalFlags>;
 
@@ -94,6 +103,9 @@ export async function runEval(flags: EvalFlags, log: (line: string) => void): Pr
     modelName: flags.modelName,
     api: flags.api,
     apiKey,
+    textOnly: flags.textOnly,
+    chatTemplate: flags.chatTemplate,
+    onNotice: log,
     ...requests,
   });
   const judge = flags.judge ? await openModel(flags.judge, { apiKey, ...requests }) : undefined;
@@ -113,6 +125,7 @@ export async function runEval(flags: EvalFlags, log: (line: string) => void): Pr
       sampling: { temperature: flags.temperature, maxTokensPerTurn: flags.maxTokensPerTurn },
       budget: { maxTurns: flags.maxTurns, maxTokens: flags.maxTokens },
       score: { judge },
+      prompt: await agentPrompt(flags),
       onProgress: (p) => progress.update(p.done, p.total, `${p.correct} correct`),
     });
     progress.stop();
@@ -128,7 +141,7 @@ export async function runEval(flags: EvalFlags, log: (line: string) => void): Pr
 }
 
 export function register(program: Command): void {
-  program
+  const command = program
     .command("eval")
     .description(
       "run a model through the runtime on a task set, k samples each: pass@1, avg@k, pass@k, best-of-k (overall and per task kind), copy accuracy on world tasks, token and tool costs (resumable)",
@@ -151,7 +164,12 @@ export function register(program: Command): void {
       `tokens per model call (default ${DEFAULT_SAMPLING.maxTokensPerTurn})`,
     )
     .option("--model-name <name>", "model name on an HTTP server (default: the first it lists)")
-    .option("--api <kind>", "completions|chat for HTTP servers", "completions")
+    .option(
+      "--api <kind>",
+      "completions|chat for HTTP servers (default: completions where the server has it)",
+    )
+    .option(...TEXT_ONLY_OPTION)
+    .option(...CHAT_TEMPLATE_OPTION)
     .option("--judge <spec>", "OpenAI-compatible model that judges web QA answers")
     .option(...REQUEST_TIMEOUT_OPTION)
     .option(...RETRIES_OPTION)
@@ -163,4 +181,5 @@ export function register(program: Command): void {
       if (!flags.split && (await stat(flags.tasks).catch(() => null))?.isDirectory()) flags.split = "test";
       await runEval(flags, (line) => process.stdout.write(`${line}\n`));
     });
+  addDialectOptions(command);
 }

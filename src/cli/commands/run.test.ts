@@ -75,7 +75,11 @@ describe("coa run", () => {
   it("runs an episode against an HTTP server with the example corpus, prints steps, appends JSONL", async () => {
     server = await FixtureServer.start({
       "GET /v1/models": () => ({ json: { data: [{ id: "fixture-model" }] } }),
-      "POST /tokenize": (r) => ({ json: { tokens: bytes.encode((r.body as { prompt: string }).prompt) } }),
+      // A base model: its /tokenize refuses chat messages (no template), so prompts stay plain text.
+      "POST /tokenize": (r) =>
+        "messages" in (r.body as object)
+          ? { status: 400, json: { error: { message: "no chat template" } } }
+          : { json: { tokens: bytes.encode((r.body as { prompt: string }).prompt) } },
       "POST /v1/completions": replies(),
     });
     const out = join(dir, "out", "trajectories.jsonl");
@@ -107,6 +111,12 @@ describe("coa run", () => {
     );
     await expect(coaRun(["q", "--model", "http://127.0.0.1:9", "--profile", "chess"])).rejects.toThrow(
       /^--profile: /,
+    );
+    await expect(coaRun(["q", "--model", "http://127.0.0.1:9", "--dialect", "klingon"])).rejects.toThrow(
+      /^--dialect: /,
+    );
+    await expect(coaRun(["q", "--model", "http://127.0.0.1:9", "--chat-template", "maybe"])).rejects.toThrow(
+      /^--chat-template: /,
     );
   });
 });
@@ -148,7 +158,7 @@ describe("coa run under a hanging or failing server (issue 22, item 6)", () => {
   });
 
   it("ends a hanging /tokenize at --max-time", async () => {
-    const { ms, traj } = await failingRun(
+    const { ms, traj, fixture } = await failingRun(
       {
         "GET /v1/models": () => ({ json: { data: [{ id: "fixture-model" }] } }),
         "POST /tokenize": () => ({ hang: true }),
@@ -157,7 +167,8 @@ describe("coa run under a hanging or failing server (issue 22, item 6)", () => {
       ["--max-time", "1"],
     );
     expect(ms).toBeLessThan(2_000);
-    expect(traj).toMatchObject({ finishReason: "max_time", model: "fixture-model" });
+    // It hangs at the first /tokenize: the one that asks what the server supports, as coa run opens it.
+    expect(traj).toMatchObject({ finishReason: "max_time", model: `${fixture.url}/v1` });
   });
 
   it("records a failing GET /v1/models as model_error after --retries, its body clipped, exit code 1", async () => {

@@ -8,10 +8,12 @@ import { type Step, Trajectory } from "../../protocol/index.js";
 import { type RunEvent, runAgent } from "../../runtime/index.js";
 import {
   AgentFlags,
+  addDialectOptions,
   addEpisodeOptions,
   addModelOptions,
   addToolOptions,
   agentBudget,
+  agentPrompt,
   agentSampling,
   maxTimeMs,
   openAgentModel,
@@ -39,6 +41,7 @@ export function register(program: Command): void {
     "bearer key for the server (default: $COA_API_KEY, then $OPENAI_API_KEY)",
   );
   addToolOptions(command);
+  addDialectOptions(command);
   addEpisodeOptions(command, "context limit: prompt + generated + observation tokens")
     .option("-o, --out <file>", "trajectory JSONL to append to", "runs/trajectories.jsonl")
     .option("--task-id <id>", "recorded as the trajectory's taskId")
@@ -67,6 +70,7 @@ export async function runQuestion(
       flags,
       flags.apiKey ?? process.env.COA_API_KEY ?? process.env.OPENAI_API_KEY,
       AbortSignal.timeout(timeLimitMs),
+      (line) => print(pc.yellow(line)),
     );
   } catch (err) {
     // Recorded like any episode whose model fails: model_error, or max_time once the time is spent.
@@ -83,6 +87,7 @@ export async function runQuestion(
       model,
       tools,
       profile: flags.profile,
+      ...(await agentPrompt(flags)),
       question,
       taskId: flags.taskId,
       budget: agentBudget(flags),

@@ -50,7 +50,10 @@ export async function scoreSample(
   const responseLength = ids.length;
   const formatOk =
     trajectory.stats.formatErrors === 0 &&
-    formatReward(await deps.detokenize(ids), trajectory.profile, { complete: true }).correct;
+    formatReward(await deps.detokenize(ids), trajectory.profile, {
+      complete: true,
+      dialect: trajectory.dialect,
+    }).correct;
   const overlong = config.reward.overlongPenalty
     ? overlongPenalty(responseLength, config.rollout.maxResponseTokens, config.reward.overlongBuffer)
     : 0;
