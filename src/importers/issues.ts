@@ -24,3 +24,13 @@ export interface Parsed<T> {
   file: string;
   line: number;
 }
+
+/** A line as JSON; a line that is not (torn, truncated) is recorded as an issue and gives `undefined`. */
+export function jsonLine(text: string, file: string, line: number, issues: ImportIssue[]): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    issues.push({ reason: "invalid_json", file, line, detail: "not JSON (a torn or truncated line?)" });
+    return undefined;
+  }
+}

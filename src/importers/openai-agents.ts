@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { GenericTrace } from "./generic.js";
-import type { ImportIssue, Parsed } from "./issues.js";
+import { type ImportIssue, jsonLine, type Parsed } from "./issues.js";
 import { type SpanRecord, tracesFromSpans } from "./span-tree.js";
 
 /** A trace record, as `Trace.toJSON()` writes it. */
@@ -35,13 +35,8 @@ export function parseOpenAiAgents(
   const meta = new Map<string, { line: number; metadata: Record<string, unknown> }>();
   const spans = new Map<string, SpanRecord[]>();
   for (const { line, text } of lines) {
-    let data: unknown;
-    try {
-      data = JSON.parse(text);
-    } catch {
-      issues.push({ reason: "invalid_json", file, line, detail: "not JSON (a torn or truncated line?)" });
-      continue;
-    }
+    const data = jsonLine(text, file, line, issues);
+    if (data === undefined) continue;
     const trace = TraceRecord.safeParse(data);
     if (trace.success) {
       meta.set(trace.data.id, { line, metadata: trace.data.metadata ?? {} });

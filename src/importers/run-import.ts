@@ -6,7 +6,7 @@ import type { Task } from "../tasks/index.js";
 import type { MasTrace } from "../teacher/index.js";
 import { jsonlLines } from "../util/index.js";
 import { GenericTrace } from "./generic.js";
-import type { ImportIssue, Parsed } from "./issues.js";
+import { type ImportIssue, jsonLine, type Parsed } from "./issues.js";
 import { parseOpenAiAgents } from "./openai-agents.js";
 import { parseOtlp } from "./otel.js";
 import type { RoleTable } from "./roles.js";
@@ -53,13 +53,8 @@ function parseGeneric(lines: readonly { line: number; text: string }[], file: st
   const traces: Parsed<GenericTrace>[] = [];
   const issues: ImportIssue[] = [];
   for (const { line, text } of lines) {
-    let data: unknown;
-    try {
-      data = JSON.parse(text);
-    } catch {
-      issues.push({ reason: "invalid_json", file, line, detail: "not JSON (a torn or truncated line?)" });
-      continue;
-    }
+    const data = jsonLine(text, file, line, issues);
+    if (data === undefined) continue;
     const parsed = GenericTrace.safeParse(data);
     if (parsed.success) traces.push({ trace: parsed.data, file, line });
     else {

@@ -26,6 +26,13 @@ export const DemoPreset = z.object({
   pretrainBatchTokens: z.number().int().positive(),
   /** `coa train pretrain --mix`; absent: every kind of text. */
   pretrainMix: z.string().optional(),
+  /**
+   * A second stage that continues the first (`--from`) on its own mix, steps and rate: the shipped
+   * base learns to read search results there (models/base/BASE.md). Absent: one stage.
+   */
+  pretrainRead: z
+    .object({ mix: z.string(), steps: z.number().int().positive(), lr: z.number().positive() })
+    .optional(),
   /** Vocabulary of the BPE learned from the distilled traces; absent: the model reads bytes. */
   bpeVocab: z.number().int().min(512).optional(),
   /** Train tasks the teacher solves, drawn evenly from the training worlds (its traces become the SFT data). */
@@ -79,13 +86,15 @@ export function checkPresetSeeds(p: DemoPreset): DemoPreset {
 /** The base model the package ships (see its BASE.md for the command that made it). */
 export const SHIPPED_BASE = "models/base";
 
-/** The shipped base's pretraining (scripts/pretrain-base.sh); `--full` pretrains its own model size with the same worlds, steps, rate and batch. */
+/** The shipped base's pretraining (scripts/pretrain-base.sh); `--full` pretrains its own model size with the same worlds, stages, steps, rates and batch. */
 const BASE_RECIPE = {
   baseDir: SHIPPED_BASE,
   pretrainSeeds: "201-240",
   pretrainSteps: 1500,
   pretrainLr: 3e-3,
   pretrainBatchTokens: 8192,
+  pretrainMix: "articles,pages,lookup,chain,facts",
+  pretrainRead: { mix: "search:0.3,facts,chain:0.3,lookup:0.5,articles,pages", steps: 1200, lr: 2e-3 },
 } as const;
 
 export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {

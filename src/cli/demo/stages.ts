@@ -219,6 +219,16 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
     },
   ];
   if (p.base !== "pretrain") return stages;
+  const pretrainWorlds = [
+    "--seeds",
+    p.pretrainSeeds,
+    "--exclude-seeds",
+    String(p.seed),
+    "--size",
+    p.worldSize,
+    "--max-hops",
+    String(p.maxHops),
+  ];
   const pretrain: DemoStage = {
     name: "pretrain",
     title: `pretrain a ${p.modelPreset} base on worlds ${p.pretrainSeeds}`,
@@ -226,14 +236,7 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
     args: [
       "train",
       "pretrain",
-      "--seeds",
-      p.pretrainSeeds,
-      "--exclude-seeds",
-      String(p.seed),
-      "--size",
-      p.worldSize,
-      "--max-hops",
-      String(p.maxHops),
+      ...pretrainWorlds,
       ...(p.pretrainMix ? ["--mix", p.pretrainMix] : []),
       "--preset",
       p.modelPreset,
@@ -250,7 +253,34 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
       at("base"),
     ],
   };
-  return [...stages.slice(0, 2), pretrain, ...stages.slice(2)];
+  const read = p.pretrainRead;
+  const reading: DemoStage[] = read
+    ? [
+        {
+          name: "pretrain-read",
+          title: "go on pretraining the base on search-reading drills",
+          dir: "base-read",
+          args: [
+            "train",
+            "pretrain",
+            "--from",
+            path.join(at("base"), "last"),
+            ...pretrainWorlds,
+            "--mix",
+            read.mix,
+            "--steps",
+            String(read.steps),
+            "--lr",
+            String(read.lr),
+            "--batch-tokens",
+            String(p.pretrainBatchTokens),
+            "--out",
+            at("base-read"),
+          ],
+        },
+      ]
+    : [];
+  return [...stages.slice(0, 2), pretrain, ...reading, ...stages.slice(2)];
 }
 
 /** The package root, where the shipped base lives (src/cli/demo and dist/cli/demo alike sit three below). */
@@ -259,7 +289,7 @@ const PACKAGE_ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 /** The checkpoint SFT starts from: the shipped base, the one this demo pretrains, or none. */
 export function baseCheckpoint(p: DemoPreset, out: string): string | null {
   if (p.base === "shipped") return path.resolve(PACKAGE_ROOT, p.baseDir);
-  if (p.base === "pretrain") return path.join(out, "base", "last");
+  if (p.base === "pretrain") return path.join(out, p.pretrainRead ? "base-read" : "base", "last");
   return null;
 }
 
