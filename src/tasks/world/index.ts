@@ -11,7 +11,7 @@ export {
 } from "./generate.js";
 export { Plan, PlanRef, PlanStep, PlanSubject, ProgramName } from "./plan.js";
 export { hashString, Rng } from "./prng.js";
-export { inSentence, queryFor, readFact, writtenValue } from "./prose.js";
+export { inSentence, queryFor, readFact } from "./prose.js";
 export { Attr, articleId, docUrl, EntityType, WORLD_HOST, WorldDoc } from "./schema.js";
 export {
   interleave,

@@ -9,17 +9,6 @@ import { type Attr, articleId, docUrl, type Entity, type EntityType, type WorldD
 
 const num = (n: number): string => n.toLocaleString("en-US");
 
-/** The facts this world's prose states as counts, always with thousands separators. */
-const COUNTS: ReadonlySet<Attr> = new Set(["population", "members", "pages", "attendance"]);
-
-/**
- * A fact's value as this world's prose writes it ("1,329,412" for a population, "1852" for a year):
- * what a reader who copies from the text writes, token for token.
- */
-export function writtenValue(attr: Attr, value: string): string {
-  return COUNTS.has(attr) && /^\d+$/.test(value) ? num(Number(value)) : value;
-}
-
 /** How a name reads inside a sentence: organizations and events take "the", works and people none. */
 export function inSentence(e: Pick<Entity, "type" | "name">): string {
   return e.type === "organization" || e.type === "event" ? `the ${e.name}` : e.name;

@@ -11,7 +11,6 @@ import {
   Rng,
   readFact,
   type Task,
-  writtenValue,
 } from "../../tasks/index.js";
 import type { AgentCall, AgentReply, Driver, DriverEpisode } from "../agents.js";
 import type { MasMessage } from "../trace.js";
@@ -200,15 +199,6 @@ class ExpertEpisode implements DriverEpisode {
     return typeof s === "string" ? s : (this.results[s.ref]?.value ?? null);
   }
 
-  /**
-   * A step's value as the text it was read from writes it ("88,455 attendees"), so the student copies
-   * it token for token from the observation; computed values stay as the program printed them.
-   */
-  private written(i: number, value: string | undefined = this.results[i]?.value): string {
-    const step = this.plan?.steps[i];
-    return step?.op === "lookup" && value !== undefined ? writtenValue(step.attr, value) : (value ?? "");
-  }
-
   // ---- manager -------------------------------------------------------------------------------
 
   private stepLine(plan: Plan, i: number): string {
@@ -285,7 +275,7 @@ class ExpertEpisode implements DriverEpisode {
           return thought + this.delegateLookup(plan, i);
         }
         case "compute": {
-          const values = step.args.map((a) => this.written(a.ref));
+          const values = step.args.map((a) => Number(this.results[a.ref]!.value));
           const slip =
             step.fn === "abs_difference" && !this.careful.has(i) && this.slip(EXPERT_RATES.signSlip);
           this.startCode(i, arithmeticCode(step.fn, values, slip), step.fn);
@@ -306,13 +296,12 @@ class ExpertEpisode implements DriverEpisode {
           const first = step.pick === "min" ? values[0] < values[1] : values[0] > values[1];
           const winner = first ? labels[0] : labels[1];
           this.results[i] = { value: winner, source: null, subject: winner };
-          const [a, b] = step.values.map((v) => this.written(v.ref));
-          thought += `${labels[0]}: ${a}; ${labels[1]}: ${b}. The ${step.pick === "min" ? "smaller" : "larger"} is ${winner}.\n`;
+          thought += `${labels[0]}: ${values[0]}; ${labels[1]}: ${values[1]}. The ${step.pick === "min" ? "smaller" : "larger"} is ${winner}.\n`;
           continue;
         }
       }
     }
-    return `${thought}ANSWER: ${this.written(plan.steps.length - 1)}`;
+    return `${thought}ANSWER: ${this.results.at(-1)!.value}`;
   }
 
   private delegateLookup(plan: Plan, i: number): string {
@@ -493,7 +482,7 @@ class ExpertEpisode implements DriverEpisode {
     if (chosen && job.careful && job.steps.some((i) => this.replaced.has(i))) {
       const changes = job.steps
         .filter((i) => this.replaced.has(i))
-        .map((i) => [this.written(i, this.replaced.get(i)), this.written(i)] as const);
+        .map((i) => [this.replaced.get(i)!, this.results[i]?.value] as const);
       const changed = changes.filter(([old, now]) => old !== now);
       return changed.length
         ? `The re-check in the article on ${job.subject} corrects the earlier value: ${changed.map(([old, now]) => `${old} is now ${now}`).join("; ")}.`
@@ -511,7 +500,7 @@ class ExpertEpisode implements DriverEpisode {
         const claim = readFact(job.type, attr, h.snippet);
         if (claim !== null && claim !== job.facts[attr]) {
           this.conflicts++;
-          return `${capitalize(pageKind(h))} gives ${writtenValue(attr, claim)} for the ${attrName(job.type, attr)} of ${np}, but the encyclopedia says ${writtenValue(attr, job.facts[attr]!)}; keep the encyclopedia value.`;
+          return `${capitalize(pageKind(h))} gives ${claim} for the ${attrName(job.type, attr)} of ${np}, but the encyclopedia says ${job.facts[attr]}; keep the encyclopedia value.`;
         }
       }
     }

@@ -1,4 +1,4 @@
-import { type Attr, type EntityType, inSentence, writtenValue } from "../../tasks/index.js";
+import { type Attr, type EntityType, inSentence } from "../../tasks/index.js";
 
 // The expert's own wording: what it calls each fact, how it searches for it, and how it reports it.
 
@@ -43,10 +43,8 @@ export const TYPE_NOUNS: Record<EntityType, string> = {
 };
 
 /** One reported fact as a short clause: "the Trik Textile Union was founded by Amon Vesk". */
-export function factClause(type: EntityType, attr: Attr, subject: string, fact: string): string {
+export function factClause(type: EntityType, attr: Attr, subject: string, value: string): string {
   const s = inSentence({ type, name: subject });
-  // As the article writes it, so a student copies it token for token.
-  const value = writtenValue(attr, fact);
   switch (attr) {
     case "birthYear":
     case "birthplace":

@@ -51,16 +51,12 @@ export function withTypo(code: string): string {
 
 export type ComputeFn = "difference" | "abs_difference" | "sum";
 
-/**
- * Python for arithmetic on looked-up values, each as the text wrote it ("88,455"): the program reads
- * the separators away itself, so the coder copies values rather than rewriting them. `signSlip` drops
- * the abs() of an absolute difference.
- */
-export function arithmeticCode(fn: ComputeFn, written: readonly string[], signSlip = false): string {
-  const values = `values = [int(v.replace(",", "")) for v in [${written.map((v) => JSON.stringify(v)).join(", ")}]]`;
-  if (fn === "sum") return `${values}\nprint(sum(values))`;
-  if (fn === "difference" || signSlip) return `${values}\nprint(values[0] - values[1])`;
-  return `${values}\nprint(abs(values[0] - values[1]))`;
+/** Python for arithmetic on looked-up values; `signSlip` drops the abs() of an absolute difference. */
+export function arithmeticCode(fn: ComputeFn, values: readonly number[], signSlip = false): string {
+  if (fn === "sum") return `values = [${values.join(", ")}]\nprint(sum(values))`;
+  const [a, b] = values;
+  if (fn === "difference" || signSlip) return `print(${a} - ${b})`;
+  return `print(abs(${a} - ${b}))`;
 }
 
 /** The program's answer: the last line of output that is a plain integer. */
