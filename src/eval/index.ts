@@ -6,6 +6,12 @@ export {
   copyAccuracy,
   copyTargets,
 } from "./copy.js";
+export {
+  type CostComparison,
+  type CostSystem,
+  compareCosts,
+  costComparisonReport,
+} from "./cost-compare.js";
 export { masTraceCost, trajectoryCost, trajectoryCostIn } from "./costs.js";
 export {
   type CostSummary,

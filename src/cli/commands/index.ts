@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { register as compareCosts } from "./compare-costs.js";
 import { register as demo } from "./demo.js";
 import { register as distill } from "./distill.js";
 import { register as engine } from "./engine.js";
@@ -9,6 +10,7 @@ import { register as run } from "./run.js";
 import { register as serve } from "./serve.js";
 import { register as tasks } from "./tasks.js";
 import { register as teach } from "./teach.js";
+import { register as team } from "./team.js";
 import { register as tools } from "./tools.js";
 import { register as train } from "./train.js";
 import { register as validate } from "./validate.js";
@@ -27,10 +29,12 @@ export const commands: RegisterCommand[] = [
   run,
   serve,
   teach,
+  team,
   importCommand,
   distill,
   train,
   evalCommand,
+  compareCosts,
   engine,
   validate,
   view,
