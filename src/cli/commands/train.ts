@@ -27,9 +27,8 @@ import {
 } from "../../train/index.js";
 import { findCorpus } from "../corpus.js";
 import { devProbe } from "../dev-probe.js";
-import { addWebToolOptions, parseFlags, SEARCH_TOP_K_OPTION, SearchTopK, WebToolFlags } from "../flags.js";
+import { parseFlags, SEARCH_TOP_K_OPTION, SearchTopK } from "../flags.js";
 import { itemProgress } from "../progress.js";
-import { openWebTools } from "../web-tools.js";
 
 const Int = z.coerce.number().int();
 const Num = z.coerce.number();
@@ -92,7 +91,6 @@ const RlFlags = z.object({
   threads: Int.optional(),
   unsafeNoSandbox: z.boolean().default(false),
   searchTopK: SearchTopK,
-  ...WebToolFlags.shape,
 });
 
 async function configFile(file: string | undefined): Promise<Record<string, unknown>> {
@@ -340,7 +338,8 @@ export function register(program: Command): void {
       }
     });
 
-  addWebToolOptions(train.command("rl"))
+  train
+    .command("rl")
     .description(
       "agentic RL (GRPO + DAPO) with rollouts through the runtime and tools (resumes from <out>/last)",
     )
@@ -386,12 +385,12 @@ export function register(program: Command): void {
         process.stderr.write(`skipped task: ${JSON.stringify(s)}\n`);
       const engine = await engineFor(f.out, f.from, f.preset ?? "tiny", { threads: f.threads });
       const bar = itemProgress("rl", { every: { items: 1 } });
-      const web = await openWebTools(f, f.searchTopK);
       try {
         const tools = createToolset({
           corpus,
           profile: config.rollout.profile,
-          ...web,
+          search: { provider: "local", topK: f.searchTopK },
+          crawl: { offline: true },
           code: { unsafeNoSandbox: f.unsafeNoSandbox },
         });
         const summary = await runRl(
@@ -419,7 +418,6 @@ export function register(program: Command): void {
       } finally {
         bar.stop();
         await engine.close();
-        await web.close();
       }
     });
 }
