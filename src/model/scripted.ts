@@ -42,6 +42,9 @@ export class ScriptedModel implements ModelClient {
   readonly requests: ParsedCompletionRequest[] = [];
   private readonly bytes = new ByteTokenizer();
   private served = 0;
+  private inFlight = 0;
+  /** The most calls that were in progress at once: what a caller's concurrency bound let through. */
+  peakInFlight = 0;
 
   constructor(
     private readonly script: Script,
@@ -58,7 +61,12 @@ export class ScriptedModel implements ModelClient {
   async complete(request: CompletionRequest, options: CallOptions = {}): Promise<CompletionResult> {
     const req = CompletionRequest.parse(request);
     this.requests.push(req);
-    if (this.options.latencyMs) await sleep(this.options.latencyMs, undefined, { signal: options.signal });
+    this.peakInFlight = Math.max(this.peakInFlight, ++this.inFlight);
+    try {
+      if (this.options.latencyMs) await sleep(this.options.latencyMs, undefined, { signal: options.signal });
+    } finally {
+      this.inFlight--;
+    }
     options.signal?.throwIfAborted();
     const promptIds = req.promptIds ?? this.bytes.encode(req.prompt!);
     const choices: CompletionChoice[] = [];

@@ -58,6 +58,7 @@ describe("coa serve with a scripted model and the real tools", () => {
 
   it("runs requests concurrently, at most --concurrency at once, each logged as one whole line", async () => {
     const before = (await serve.logged()).length;
+    model.peakInFlight = 0;
     const questions = ["Veltmoor", "Arden", "Dunmere", "glass bridge"];
     const started = performance.now();
     const replies = await Promise.all(
@@ -73,6 +74,8 @@ describe("coa serve with a scripted model and the real tools", () => {
     // 200 all at once.
     expect(elapsed).toBeGreaterThanOrEqual(390);
     expect(elapsed).toBeLessThan(700);
+    // The bound itself, independent of the clock: two model calls at once, never more.
+    expect(model.peakInFlight).toBe(2);
     const logged = await serve.logged();
     expect(logged).toHaveLength(before + questions.length);
     expect(new Set(logged.map((t) => t.meta.responseId))).toEqual(
