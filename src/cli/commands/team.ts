@@ -11,7 +11,7 @@ import { runReferenceTeam } from "../../teacher/agents-sdk/team.js";
 import { ExpertDriver } from "../../teacher/index.js";
 import { CorpusIndex, createToolset } from "../../tools/index.js";
 import { findCorpus } from "../corpus.js";
-import { parseFlags } from "../flags.js";
+import { parseFlags, SEARCH_TOP_K_OPTION, SearchTopK } from "../flags.js";
 import { itemProgress } from "../progress.js";
 
 const Count = z.coerce.number().int().positive();
@@ -25,6 +25,7 @@ export const TeamFlags = z.object({
   limit: Count.optional(),
   seed: z.coerce.number().int(),
   searchTool: z.enum(["web_search", "wiki_search"]),
+  searchTopK: SearchTopK,
   unsafeNoSandbox: z.boolean().default(false),
 });
 export type TeamFlags = z.infer<typeof TeamFlags>;
@@ -40,6 +41,9 @@ export async function runTeam(flags: TeamFlags, log: (line: string) => void): Pr
   if (!corpus) throw new Error(`--corpus: no corpus.jsonl next to ${flags.tasks}; name one with --corpus`);
   const tools = createToolset({
     index: (await CorpusIndex.open(corpus)).index,
+    // The tools as `coa teach` sets them up, so the two teams see the same observations.
+    search: { provider: "local", topK: flags.searchTopK },
+    crawl: { offline: true },
     code: { unsafeNoSandbox: flags.unsafeNoSandbox },
   });
   const spans = path.join(flags.out, "spans.jsonl");
@@ -83,6 +87,7 @@ export function register(program: Command): void {
     .option("--limit <n>", "only the first N tasks")
     .option("--seed <n>", "expert driver: seed of its slips (as `coa teach --seed`)", "0")
     .option("--search-tool <tag>", "web_search | wiki_search", "web_search")
+    .option(...SEARCH_TOP_K_OPTION)
     .option(
       "--unsafe-no-sandbox",
       "let the code tool run Python WITHOUT a sandbox when bubblewrap is missing",

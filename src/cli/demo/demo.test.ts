@@ -5,7 +5,7 @@ import { Command } from "commander";
 import { describe, expect, it } from "vitest";
 import { costSummary, type EvalSummary } from "../../eval/index.js";
 import { trainBpe } from "../../model/index.js";
-import { sampleTrajectory } from "../../server/index.js";
+import { sampleTrajectory } from "../../server/testing.js";
 import type { MasTrace } from "../../teacher/index.js";
 import { commands } from "../commands/index.js";
 import { DEMO_PRESETS } from "./presets.js";
@@ -120,6 +120,13 @@ describe("demo report", () => {
       JSON.stringify({ stages: [{ stage: "parse", in: 3, out: 2, dropped: { schema: 1 } }] }),
     );
 
+    // The framework team billed twice the teacher's tokens on the same tasks, and solved one of two.
+    await mkdir(path.join(out, "team-traces"));
+    const framework = (t: MasTrace) => ({ ...t, stats: { ...t.stats, tokensIn: 19000, tokensCached: 9000 } });
+    await writeFile(
+      path.join(out, "team-traces", "traces.jsonl"),
+      `${JSON.stringify(framework(trace("t1", 1)))}\n${JSON.stringify(framework(trace("t2", 0)))}\n`,
+    );
     const { markdown } = await writeDemoReport(out, DEMO_PRESETS.quick, [
       { name: "world", title: "generate", seconds: 1.5 },
     ]);
@@ -135,13 +142,21 @@ describe("demo report", () => {
     expect(markdown).toContain(
       "AFM-RL vs the teacher MAS: 80.0% fewer as billed (target ≥ 80%; the paper reports 84.6%); 76.0% fewer when both sides reuse a prefix cache.",
     );
+    expect(markdown).toContain(
+      "| Same team on @openai/agents (expert driver) | 50.0% | 20,000 | 40,000 | 22,000 | 10.00 | 2.00 | – |",
+    );
+    expect(markdown).toContain(
+      "AFM-RL vs the same team on @openai/agents: 95.0% fewer as billed (target ≥ 80%; the paper reports 84.6%); 94.5% fewer when both sides reuse a prefix cache.",
+    );
+    expect(markdown).toContain(
+      "| task kind | Teacher MAS (pass@1) | Framework team (pass@1) | AFM-SFT (pass@1) |",
+    );
     expect(markdown).toContain(`counted with the student model's tokenizer (\`${bpe.name}\`)`);
     expect(markdown).toContain(
       "RL's paired gain over SFT (avg@1 per task, on the same 2 test tasks): **+0.0 points** (95% CI +0.0 to +0.0 points); the interval includes 0, so no gain is shown. Target ≥ +5 points with the interval above 0: **not reached**.",
     );
-    expect(markdown).toContain("| task kind | Teacher MAS (pass@1) | AFM-SFT (pass@1) | AFM-RL (pass@1) |");
-    expect(markdown).toContain("| comparison | – | 0.0% of 1 | 0.0% of 1 |");
-    expect(markdown).toContain("| multihop | 100.0% of 2 | 100.0% of 1 | 100.0% of 1 |");
+    expect(markdown).toContain("| comparison | – | – | 0.0% of 1 | 0.0% of 1 |");
+    expect(markdown).toContain("| multihop | 100.0% of 2 | 50.0% of 2 | 100.0% of 1 | 100.0% of 1 |");
     expect(markdown).toContain("| AFM-SFT (coa-tiny) | 50.0% (1 of 2) | 0.0% (0 of 1) |");
     expect(markdown).toContain("| parse | 3 | 2 | schema 1 |");
     expect(markdown).toContain("(SFT loss (train and held-out): no plot was written)");

@@ -21,11 +21,10 @@ import {
 import { ByteTokenizer, readTokenizerFile, TOKENIZER_FILE, type Tokenizer } from "../../model/index.js";
 import { completionIds, parseCoa, Trajectory } from "../../protocol/index.js";
 import { MasTrace } from "../../teacher/index.js";
-import { readJsonlTolerant } from "../../util/index.js";
+import { pct, readJsonlTolerant } from "../../util/index.js";
 import type { DemoPreset } from "./presets.js";
 
 const bytes = new ByteTokenizer();
-const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
 /** A token cut as prose: "55.4% fewer", or "17.1× more" when the student spent more. */
 const fewer = (cut: number) => (cut >= 0 ? `${pct(cut)} fewer` : `${(1 - cut).toFixed(1)}× more`);
 const num = (x: number | null) => (x === null ? "–" : Math.round(x).toLocaleString("en-US"));
@@ -201,6 +200,31 @@ const BASE_WORDS: Record<DemoPreset["base"], string> = {
   pretrain: "the student started from a base this demo pretrained on other worlds",
 };
 
+const TEAM_NAME = "Same team on @openai/agents (expert driver)";
+
+/** A multi-agent system's test episodes: success, cost and success per kind, counted with `count`. */
+function masResults(traces: MasTrace[], count: (text: string) => number) {
+  const episodes = traces.map((t) => masTraceCost(t, count));
+  const cost = costSummary(episodes);
+  const byKind = successByKind(
+    traces.map((t, i) => ({
+      taskId: t.taskId,
+      kind: t.taskKind,
+      samples: [{ correct: episodes[i]!.solved, error: null, selfScore: null }],
+    })),
+  );
+  return { success: cost.solved / (cost.episodes || 1), cost, byKind };
+}
+
+/** The paper's cost claim for one CoA model against one multi-agent system, billed and cached. */
+function costFinding(model: string, cost: CostSummary, system: string, theirs: CostSummary): string {
+  if (theirs.billedTokensPerSolvedTask === null)
+    return `Tokens per solved task cannot be compared with ${system}: it solved no test task.`;
+  const cut = reduction(cost.billedTokensPerSolvedTask!, theirs.billedTokensPerSolvedTask);
+  const cachedCut = reduction(cost.processedTokensPerSolvedTask!, theirs.processedTokensPerSolvedTask!);
+  return `Tokens per solved task, ${model} vs ${system}: ${fewer(cut)} as billed (target ≥ 80%; the paper reports 84.6%)${cut >= 0.8 ? "" : " — target not reached"}; ${fewer(cachedCut)} when both sides reuse a prefix cache.`;
+}
+
 /** Writes report.md and report.html into the demo folder from what the stages wrote there. */
 export async function writeDemoReport(
   out: string,
@@ -211,27 +235,23 @@ export async function writeDemoReport(
   // The student's vocabulary (distill writes it; the test-split teacher was counted in it too).
   const tokenizer = await readTokenizerFile(at("data", TOKENIZER_FILE)).catch(() => bytes);
   const count = (s: string) => tokenizer.encode(s).length;
-  const traces = (await readJsonlTolerant(at("teach-test", "traces.jsonl"), MasTrace)).records;
-  const teacherEpisodes = traces.map((t) => masTraceCost(t, count));
-  const teacherCost = costSummary(teacherEpisodes);
-  const teacherByKind = successByKind(
-    traces.map((t, i) => ({
-      taskId: t.taskId,
-      kind: t.taskKind,
-      samples: [{ correct: teacherEpisodes[i]!.solved, error: null, selfScore: null }],
-    })),
+  const teacher = masResults(
+    (await readJsonlTolerant(at("teach-test", "traces.jsonl"), MasTrace)).records,
+    count,
+  );
+  // The same team on @openai/agents (stages team-test and import-team); a demo folder from before
+  // those stages has none, and the report leaves the framework out.
+  const team = await readJsonlTolerant(at("team-traces", "traces.jsonl"), MasTrace).then(
+    (r) => (r.records.length ? masResults(r.records, count) : null),
+    () => null,
   );
   const sft = (await readJson(at("eval-sft", "summary.json"))) as SummaryFile;
   const rl = (await readJson(at("eval-rl", "summary.json"))) as SummaryFile;
   const gain = sft.taskScores && rl.taskScores ? pairedDifference(rl.taskScores, sft.taskScores) : null;
   const rlEpisodes = (await readJsonlTolerant(at("eval-rl", "trajectories.jsonl"), Trajectory)).records;
   const rows: SystemRow[] = [
-    {
-      name: "Teacher MAS (expert driver)",
-      success: teacherCost.solved / (teacherCost.episodes || 1),
-      cost: teacherCost,
-      formatErrorRate: null,
-    },
+    { name: "Teacher MAS (expert driver)", ...teacher, formatErrorRate: null },
+    ...(team ? [{ name: TEAM_NAME, ...team, formatErrorRate: null }] : []),
     {
       name: `AFM-SFT (${sft.model})`,
       success: sft.success.pass1,
@@ -275,15 +295,10 @@ export async function writeDemoReport(
   );
   findings.push(pairedGain(gain, sft.success.k));
   const best = [rl, sft].find((s) => s.cost.billedTokensPerSolvedTask !== null);
-  if (best && teacherCost.billedTokensPerSolvedTask !== null) {
-    const cut = reduction(best.cost.billedTokensPerSolvedTask!, teacherCost.billedTokensPerSolvedTask);
-    const cachedCut = reduction(
-      best.cost.processedTokensPerSolvedTask!,
-      teacherCost.processedTokensPerSolvedTask!,
-    );
-    findings.push(
-      `Tokens per solved task, ${best === rl ? "AFM-RL" : "AFM-SFT"} vs the teacher MAS: ${fewer(cut)} as billed (target ≥ 80%; the paper reports 84.6%)${cut >= 0.8 ? "" : " — target not reached"}; ${fewer(cachedCut)} when both sides reuse a prefix cache.`,
-    );
+  if (best) {
+    const name = best === rl ? "AFM-RL" : "AFM-SFT";
+    findings.push(costFinding(name, best.cost, "the teacher MAS", teacher.cost));
+    if (team) findings.push(costFinding(name, best.cost, `the same team on @openai/agents`, team.cost));
   } else {
     findings.push(
       "Tokens per solved task cannot be compared on the test split: the CoA model solved no test task, and the tokens it spent failing say nothing about efficiency.",
@@ -299,7 +314,7 @@ export async function writeDemoReport(
         blocks: [
           {
             kind: "text",
-            text: `${preset.evalTasks} test tasks of a generated world the student never saw (seed ${preset.seed}, size ${preset.worldSize}; the teacher's SFT data and RL came from worlds ${preset.trainSeeds}; ${BASE_WORDS[preset.base]}), k=${preset.evalK}, temperature ${preset.evalTemperature}${preset.evalTemperature === 0 ? " (greedy)" : ""}. Tokens are counted with the student model's tokenizer (\`${tokenizer.name}\`) for every system; "tokens / task" is what an API would bill: each model call's whole input context plus its output; "with a prefix cache" counts each token once per context it is first computed in (what a serving engine like vLLM actually computes). The teacher is the **expert driver**, a deterministic programmatic stand-in for a strong LLM that uses the same real tools.`,
+            text: `${preset.evalTasks} test tasks of a generated world the student never saw (seed ${preset.seed}, size ${preset.worldSize}; the teacher's SFT data and RL came from worlds ${preset.trainSeeds}; ${BASE_WORDS[preset.base]}), k=${preset.evalK}, temperature ${preset.evalTemperature}${preset.evalTemperature === 0 ? " (greedy)" : ""}. Tokens are counted with the student model's tokenizer (\`${tokenizer.name}\`) for every system; "tokens / task" is what an API would bill: each model call's whole input context plus its output; "with a prefix cache" counts each token once per context it is first computed in (what a serving engine like vLLM actually computes). The teacher is the **expert driver**, a deterministic programmatic stand-in for a strong LLM that uses the same real tools.${team ? " The same team rebuilt on a real agent framework (`coa team`: @openai/agents agents, handoffs and function tools, played by the expert driver) is billed for what the framework sends at each model call: instructions, tool schemas, history and handoff context (docs/import.md)." : ""}`,
           },
           resultsTable(rows),
           { kind: "text", text: findings.join("\n\n") },
@@ -310,7 +325,8 @@ export async function writeDemoReport(
         blocks: [
           kindsTable(
             [
-              { name: "Teacher MAS", byKind: teacherByKind },
+              { name: "Teacher MAS", byKind: teacher.byKind },
+              ...(team ? [{ name: "Framework team", byKind: team.byKind }] : []),
               { name: "AFM-SFT", byKind: sft.byKind },
               { name: "AFM-RL", byKind: rl.byKind },
             ],
