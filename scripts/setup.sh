@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs what coa needs on Debian/Ubuntu: Node packages, and Debian's PyTorch with OpenBLAS (the
-# embedded engine), bubblewrap (the code sandbox) and Chromium (the viewer's browser test).
+# embedded engine), bubblewrap (the code sandbox), Chromium (the viewer's browser test) and a C++
+# toolchain (better-sqlite3, the search index, compiles from source where its prebuilt binary cannot
+# be downloaded).
 # Elsewhere: any Python >= 3.11 with torch >= 1.13 (set COA_PYTHON to it) and bubblewrap.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-pkgs=(python3-torch libopenblas0-pthread bubblewrap)
+pkgs=(python3-torch libopenblas0-pthread bubblewrap g++ make python3)
 [ "${COA_SETUP_BROWSER:-1}" = 1 ] && pkgs+=(chromium)
 missing=()
 for p in "${pkgs[@]}"; do
@@ -22,4 +24,6 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
   fi
 fi
+# Debian's nodejs ships its headers: node-gyp then needs no download to build native modules.
+[ -f /usr/include/node/node.h ] && export npm_config_nodedir="${npm_config_nodedir:-/usr}"
 [ -d node_modules ] && [ node_modules -nt package-lock.json ] || npm ci --no-audit --no-fund

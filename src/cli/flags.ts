@@ -1,3 +1,4 @@
+import type { Command } from "commander";
 import { z } from "zod";
 
 /** Checks a subcommand's flags; a bad one is reported as the user typed it (`--max-turns: …`). */
@@ -58,3 +59,35 @@ export const CHAT_TEMPLATE_OPTION = [
   "prompt through the model's chat template via the server's /tokenize: auto | on (required) | off",
   "auto",
 ] as const;
+
+/**
+ * Web tools for the commands that run many episodes (`teach`, `eval`, `train rl`): `web_search` from
+ * the local corpus, Serper or SearXNG, and `crawl_page` offline (corpus documents only) unless
+ * `--online`, optionally with a goal-directed summariser model. Offline is the default.
+ */
+export const WebToolFlags = z.object({
+  search: z.enum(["local", "serper", "searxng"]).default("local"),
+  searchUrl: z.url().optional(),
+  online: z.boolean().default(false),
+  summarizer: z.string().min(1).optional(),
+  webCache: z.string().min(1).optional(),
+  webRate: z.coerce.number().positive().optional(),
+});
+export type WebToolFlags = z.infer<typeof WebToolFlags>;
+
+export function addWebToolOptions(command: Command): Command {
+  return command
+    .option(
+      "--search <provider>",
+      "web_search backend: local (the corpus) | serper ($SERPER_API_KEY) | searxng",
+      "local",
+    )
+    .option("--search-url <url>", "SearXNG base URL, or another Serper endpoint")
+    .option("--online", "crawl_page may fetch web pages (default: corpus documents only)")
+    .option("--summarizer <spec>", "model that condenses crawled pages to what bears on the goal")
+    .option(
+      "--web-cache <dir>",
+      "where web search answers are kept and reused (default: ~/.cache/coa/web-search)",
+    )
+    .option("--web-rate <n>", "web search requests per second at most (default 5)");
+}

@@ -1,264 +1,238 @@
-import { readFileSync } from "node:fs";
-import { mkdir, readFile, rename, stat, writeFile } from "node:fs/promises";
-import { createRequire } from "node:module";
-import { dirname, join, resolve } from "node:path";
-import MiniSearch, { type Options } from "minisearch";
-import { z } from "zod";
-import { type CorpusDoc, CorpusError, readCorpus, readCorpusRows } from "./corpus.js";
+import { existsSync } from "node:fs";
+import { mkdir, rm } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import {
+  addFieldLengths,
+  analyzeDocument,
+  type Bm25Mode,
+  emptyFieldStats,
+  MODE_FIELDS,
+  type Postings,
+  PostingsBuilder,
+  type ScoredDoc,
+  TermCache,
+  type TermPostings,
+} from "./bm25.js";
+import { type CorpusDoc, CorpusError } from "./corpus.js";
+import {
+  type BuildOptions,
+  type BuildProgress,
+  canContinue,
+  emptyManifest,
+  indexRows,
+  sourceState,
+} from "./index-builder.js";
+import { INDEX_FILE, INDEX_FORMAT, type IndexManifest, IndexStore } from "./index-store.js";
+import { Ranker } from "./ranking.js";
 import type { SearchHit } from "./search-results.js";
 import { bestSnippet } from "./snippet.js";
-import { processTerm, termsOf, tokenize } from "./terms.js";
+import { termsOf } from "./terms.js";
+import { normalizeUrl } from "./urls.js";
 
-/** Bump when the persisted layout or the term rules (terms.ts) change: old indexes are rebuilt. */
-const INDEX_FORMAT = 1;
+export type { Bm25Mode, BuildProgress, IndexManifest };
+export { normalizeUrl };
 
-const MANIFEST_FILE = "manifest.json";
-const INDEX_FILE = "index.json";
-const DOCS_FILE = "docs.json";
+/** The ranking of an index built without saying which: the one coa's base model was pretrained on. */
+export const DEFAULT_BM25: Bm25Mode = "coa";
 
-/** Written last, so a half-written index never looks valid. */
-const Manifest = z.object({
-  format: z.number().int(),
-  corpus: z.object({ path: z.string(), size: z.number(), mtimeMs: z.number() }),
-  docCount: z.number().int().nonnegative(),
-  library: z.object({ name: z.literal("minisearch"), version: z.string() }),
-  builtAt: z.string(),
-  buildMs: z.number(),
-});
-export type IndexManifest = z.infer<typeof Manifest>;
-
-/** Per document: corpus id, url (or null), byte offset and length of its row in the corpus. */
-const DocRefs = z.array(z.tuple([z.string(), z.string().nullable(), z.number(), z.number()]));
-type DocRef = z.infer<typeof DocRefs>[number];
-
-interface IndexedFields {
-  i: number;
-  title: string;
-  text: string;
-}
-
-const MINISEARCH_OPTIONS: Options<IndexedFields> = {
-  idField: "i",
-  fields: ["title", "text"],
-  storeFields: [],
-  tokenize,
-  processTerm: (term) => processTerm(term),
-  searchOptions: {
-    // A query word in the title says more about a document than the same word in its body.
-    boost: { title: 2 },
-    bm25: { k: 1.2, b: 0.75, d: 0.5 },
-    prefix: false,
-    fuzzy: false,
-    combineWith: "OR",
-  },
-};
-
-export interface BuildProgress {
-  docs: number;
-  bytes: number;
-  totalBytes: number;
-}
-
-export interface OpenIndexOptions {
+export interface OpenIndexOptions extends BuildOptions {
   /** Where the index lives; default `<corpus>.index/`. */
   indexDir?: string;
   /** Rebuild even when the persisted index matches the corpus. */
   rebuild?: boolean;
-  onProgress?: (p: BuildProgress) => void;
+  /**
+   * How the index ranks. An existing index keeps its own mode unless this names another one, which
+   * rebuilds it; a new index gets this, or DEFAULT_BM25.
+   */
+  bm25?: Bm25Mode;
 }
 
 export const defaultIndexDir = (corpusPath: string): string => `${resolve(corpusPath)}.index`;
 
-function libraryVersion(): string {
-  let dir = dirname(createRequire(import.meta.url).resolve("minisearch"));
-  for (;;) {
-    try {
-      const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as {
-        name?: string;
-        version?: string;
-      };
-      if (pkg.name === "minisearch" && pkg.version) return pkg.version;
-    } catch {
-      // no package.json at this level: keep walking up
-    }
-    const parent = dirname(dir);
-    if (parent === dir) return "unknown";
-    dir = parent;
-  }
-}
-
-/** Canonical form of a URL for lookups: no fragment, no trailing slash, decoded path. */
-export function normalizeUrl(url: string): string {
-  try {
-    const u = new URL(url.trim());
-    let path = u.pathname.replace(/\/+$/, "");
-    try {
-      path = decodeURIComponent(path);
-    } catch {
-      // keep the encoded path when it is not valid percent-encoding
-    }
-    return `${u.protocol}//${u.host.toLowerCase()}${path}${u.search}`;
-  } catch {
-    return url.trim().replace(/\/+$/, "");
-  }
-}
-
-async function writeAtomic(path: string, data: string): Promise<void> {
-  await writeFile(`${path}.tmp`, data);
-  await rename(`${path}.tmp`, path);
-}
-
-/** Positions of the `k` best documents for `query` by BM25, best first. */
-const rankBm25 = (engine: MiniSearch<IndexedFields>, query: string, k: number): number[] =>
-  engine
-    .search(query)
-    .slice(0, k)
-    .map((r) => r.id as number);
+/** Files of the minisearch index (format 1) that this one replaces in the same directory. */
+const OLD_FILES = ["index.json", "docs.json", "manifest.json"];
 
 /** Search results as the search tool shows them: each document with its most query-relevant snippet. */
 function hitsFor(query: string, docs: readonly CorpusDoc[]): SearchHit[] {
-  const queryTerms = new Set(termsOf(query));
+  const queryTermSet = new Set(termsOf(query));
   return docs.map((doc) => ({
     title: doc.title,
     ...(doc.url ? { url: doc.url } : {}),
-    snippet: bestSnippet(doc.text, queryTerms),
+    snippet: bestSnippet(doc.text, queryTermSet),
   }));
 }
 
 /**
- * The same ranking and snippets as a `CorpusIndex`, over documents already in memory and never
- * persisted: for text generated on the fly, such as pretraining drills that show search results.
+ * The same ranking and snippets as a `CorpusIndex` of the same documents in the same mode, over
+ * documents already in memory and never persisted: for text generated on the fly, such as
+ * pretraining drills that show search results. Its postings are built by the same analysis and
+ * ranked by the same Ranker as an index on disk.
  */
 export class MemoryIndex {
-  private readonly engine = new MiniSearch<IndexedFields>(MINISEARCH_OPTIONS);
+  private readonly postings = new Map<string, Postings[][]>();
+  private readonly ranker: Ranker;
+  private readonly noPostings: TermPostings;
 
-  constructor(private readonly docs: readonly CorpusDoc[]) {
-    this.engine.addAll(docs.map((d, i) => ({ i, title: d.title, text: d.text })));
+  constructor(
+    private readonly docs: readonly CorpusDoc[],
+    mode: Bm25Mode = DEFAULT_BM25,
+  ) {
+    const nFields = MODE_FIELDS[mode].length;
+    const terms = new TermCache();
+    const builders = Array.from({ length: nFields }, () => new PostingsBuilder());
+    const lengths = Array.from({ length: nFields }, () => new Uint32Array(docs.length));
+    const stats = emptyFieldStats(mode);
+    docs.forEach((d, i) => {
+      const fields = analyzeDocument(mode, d.title, d.text, terms);
+      fields.forEach(({ counts, length }, f) => {
+        builders[f].add(i, counts);
+        lengths[f][i] = length;
+      });
+      addFieldLengths(stats, i, fields);
+    });
+    builders.forEach((builder, f) => {
+      for (const [term, list] of builder.entries()) {
+        let perField = this.postings.get(term);
+        if (!perField) {
+          perField = Array.from({ length: nFields }, () => []);
+          this.postings.set(term, perField);
+        }
+        perField[f].push(list);
+      }
+    });
+    this.noPostings = Array.from({ length: nFields }, () => []);
+    this.ranker = new Ranker(mode, lengths, docs.length, stats);
+  }
+
+  /** Positions in `docs` of the `k` best documents for `query`, best first. */
+  rank(query: string, k: number): number[] {
+    return this.ranker.topK(query, k, (t) => this.postings.get(t) ?? this.noPostings).map((r) => r.doc);
   }
 
   search(query: string, k: number): SearchHit[] {
     return hitsFor(
       query,
-      rankBm25(this.engine, query, k).map((i) => this.docs[i]),
+      this.rank(query, k).map((i) => this.docs[i]),
     );
   }
 }
 
 /**
- * A BM25 index over a JSONL corpus, persisted next to it. Document texts stay in the corpus file: the
- * index keeps each row's byte position and reads the few rows it needs for snippets.
+ * A BM25 index over a corpus file, persisted next to it as one SQLite file that holds the postings
+ * and the documents. Opening reads only the manifest and the document lengths (4 bytes a document
+ * and field); a query reads the posting lists of its terms and the rows of its hits.
  */
 export class CorpusIndex {
-  private readonly byUrl = new Map<string, number>();
+  private readonly ranker: Ranker;
+  private readonly nFields: number;
 
   private constructor(
     readonly corpusPath: string,
     readonly manifest: IndexManifest,
-    private readonly engine: MiniSearch<IndexedFields>,
-    private readonly docs: DocRef[],
+    private readonly store: IndexStore,
   ) {
-    docs.forEach(([, url], i) => {
-      if (url !== null) this.byUrl.set(normalizeUrl(url), i);
-    });
+    this.nFields = MODE_FIELDS[manifest.bm25].length;
+    this.ranker = new Ranker(
+      manifest.bm25,
+      store.lengths(manifest.docCount, this.nFields),
+      manifest.docCount,
+      manifest.fields,
+    );
   }
 
   get size(): number {
-    return this.docs.length;
+    return this.manifest.docCount;
   }
 
   /**
-   * Loads the persisted index when its manifest matches the corpus file (path, size, mtime, format,
-   * library version); otherwise builds and persists it. `reused` says which happened.
+   * Opens the persisted index of `corpusPath`, bringing it up to date first: reused as it is when the
+   * corpus is unchanged; continued when the build was interrupted or rows were appended to the
+   * corpus; rebuilt otherwise (another corpus, another index format, a damaged file, `rebuild`).
    */
   static async open(
     corpusPath: string,
     opts: OpenIndexOptions = {},
-  ): Promise<{ index: CorpusIndex; reused: boolean }> {
+  ): Promise<{ index: CorpusIndex; reused: boolean; continued: boolean; added: number }> {
     const corpus = resolve(corpusPath);
     const dir = resolve(opts.indexDir ?? defaultIndexDir(corpus));
-    if (!opts.rebuild) {
-      const loaded = await CorpusIndex.loadIfFresh(corpus, dir);
-      if (loaded) return { index: loaded, reused: true };
+    const file = join(dir, INDEX_FILE);
+    const source = await sourceState(corpus);
+    let store: IndexStore | undefined;
+    let from: IndexManifest | null = null;
+    if (!opts.rebuild && existsSync(file)) {
+      try {
+        store = IndexStore.open(file);
+        from = store.manifest();
+      } catch {
+        // Not an index (a damaged or foreign file): rebuilt below rather than trusted.
+        store?.close();
+        store = undefined;
+      }
     }
-    return { index: await CorpusIndex.build(corpus, dir, opts.onProgress), reused: false };
-  }
-
-  private static async loadIfFresh(corpus: string, dir: string): Promise<CorpusIndex | null> {
-    let manifest: IndexManifest;
-    try {
-      manifest = Manifest.parse(JSON.parse(await readFile(join(dir, MANIFEST_FILE), "utf8")));
-    } catch {
-      return null;
-    }
-    const st = await stat(corpus);
+    const sameMode = opts.bm25 === undefined || from?.bm25 === opts.bm25;
     const fresh =
-      manifest.format === INDEX_FORMAT &&
-      manifest.corpus.path === corpus &&
-      manifest.corpus.size === st.size &&
-      manifest.corpus.mtimeMs === st.mtimeMs &&
-      manifest.library.version === libraryVersion();
-    if (!fresh) return null;
+      sameMode &&
+      from?.complete === true &&
+      from.format === INDEX_FORMAT &&
+      from.corpus.path === corpus &&
+      from.corpus.size === source.size &&
+      from.corpus.mtimeMs === source.mtimeMs;
+    if (store && from && fresh)
+      return { index: new CorpusIndex(corpus, from, store), reused: true, continued: false, added: 0 };
+    const continued = sameMode && store !== undefined && from !== null && (await canContinue(from, source));
+    if (!continued) {
+      store?.close();
+      await mkdir(dir, { recursive: true });
+      await Promise.all(
+        [INDEX_FILE, `${INDEX_FILE}-journal`, ...OLD_FILES].map((f) => rm(join(dir, f), { force: true })),
+      );
+      store = IndexStore.open(file);
+      from = emptyManifest(source, opts.bm25 ?? DEFAULT_BM25);
+    }
     try {
-      const [json, docsJson] = await Promise.all([
-        readFile(join(dir, INDEX_FILE), "utf8"),
-        readFile(join(dir, DOCS_FILE), "utf8"),
-      ]);
-      const engine = MiniSearch.loadJSON<IndexedFields>(json, MINISEARCH_OPTIONS);
-      return new CorpusIndex(corpus, manifest, engine, DocRefs.parse(JSON.parse(docsJson)));
-    } catch {
-      // A damaged index is rebuilt rather than trusted.
-      return null;
+      const manifest = await indexRows(store!, from!, source, opts);
+      const added = manifest.docCount - from!.docCount;
+      return { index: new CorpusIndex(corpus, manifest, store!), reused: false, continued, added };
+    } catch (err) {
+      store!.close();
+      throw err;
     }
   }
 
-  private static async build(
-    corpus: string,
-    dir: string,
-    onProgress?: (p: BuildProgress) => void,
-  ): Promise<CorpusIndex> {
-    const started = performance.now();
-    const st = await stat(corpus);
-    const engine = new MiniSearch<IndexedFields>(MINISEARCH_OPTIONS);
-    const docs: DocRef[] = [];
-    const firstLine = new Map<string, number>();
-    for await (const { doc, line, offset, length } of readCorpus(corpus)) {
-      const seen = firstLine.get(doc.id);
-      if (seen !== undefined) {
-        throw new CorpusError(
-          `${corpus}:${line}: field "id": duplicate id "${doc.id}" (first on line ${seen})`,
-        );
-      }
-      firstLine.set(doc.id, line);
-      engine.add({ i: docs.length, title: doc.title, text: doc.text });
-      docs.push([doc.id, doc.url ?? null, offset, length]);
-      if (onProgress && docs.length % 1000 === 0) {
-        onProgress({ docs: docs.length, bytes: offset + length, totalBytes: st.size });
-      }
+  /** Opens a finished index directory as it is, without its corpus (for `coa search <index>`). */
+  static openDir(dir: string): CorpusIndex {
+    const file = join(resolve(dir), INDEX_FILE);
+    if (!existsSync(file)) throw new CorpusError(`${dir}: no index here (${INDEX_FILE} is missing)`);
+    const store = IndexStore.open(file);
+    const manifest = store.manifest();
+    if (!manifest?.complete) {
+      store.close();
+      throw new CorpusError(
+        `${dir}: the index is incomplete (its build stopped at ${manifest?.docCount ?? 0} documents); run \`coa index\` on its corpus to finish it`,
+      );
     }
-    onProgress?.({ docs: docs.length, bytes: st.size, totalBytes: st.size });
-    const manifest: IndexManifest = {
-      format: INDEX_FORMAT,
-      corpus: { path: corpus, size: st.size, mtimeMs: st.mtimeMs },
-      docCount: docs.length,
-      library: { name: "minisearch", version: libraryVersion() },
-      builtAt: new Date().toISOString(),
-      buildMs: Math.round(performance.now() - started),
-    };
-    await mkdir(dir, { recursive: true });
-    await writeAtomic(join(dir, INDEX_FILE), JSON.stringify(engine));
-    await writeAtomic(join(dir, DOCS_FILE), JSON.stringify(docs));
-    await writeAtomic(join(dir, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
-    return new CorpusIndex(corpus, manifest, engine, docs);
+    return new CorpusIndex(manifest.corpus.path, manifest, store);
+  }
+
+  close(): void {
+    this.store.close();
+  }
+
+  private ranked(query: string, k: number): ScoredDoc[] {
+    return this.ranker.topK(query, k, (t) => this.store.postings(t, this.nFields));
   }
 
   /** Corpus positions of the `k` best documents for `query` by BM25, best first. */
   rank(query: string, k: number): number[] {
-    return rankBm25(this.engine, query, k);
+    return this.ranked(query, k).map((r) => r.doc);
   }
 
   /** The `k` best documents for `query` by BM25, each with its most query-relevant snippet. */
   async search(query: string, k: number): Promise<SearchHit[]> {
-    return hitsFor(query, await this.readDocs(this.rank(query, k)));
+    return hitsFor(
+      query,
+      this.rank(query, k).map((i) => this.store.doc(i)),
+    );
   }
 
   /**
@@ -266,27 +240,12 @@ export class CorpusIndex {
    * (Search-R1's `/retrieve`) returns, whole documents rather than snippets.
    */
   async retrieve(query: string, k: number): Promise<Array<{ doc: CorpusDoc; score: number }>> {
-    const results = this.engine.search(query).slice(0, k);
-    const docs = await this.readDocs(results.map((r) => r.id as number));
-    return docs.map((doc, i) => ({ doc, score: results[i].score }));
+    return this.ranked(query, k).map((r) => ({ doc: this.store.doc(r.doc), score: r.score }));
   }
 
   /** The corpus document whose `url` field is `url` (compared after normalisation), if any. */
   async documentByUrl(url: string): Promise<CorpusDoc | undefined> {
-    const i = this.byUrl.get(normalizeUrl(url));
-    return i === undefined ? undefined : (await this.readDocs([i]))[0];
-  }
-
-  private async readDocs(indices: number[]): Promise<CorpusDoc[]> {
-    const st = await stat(this.corpusPath);
-    const { size, mtimeMs } = this.manifest.corpus;
-    if (st.size !== size || st.mtimeMs !== mtimeMs) {
-      throw new CorpusError(`${this.corpusPath}: changed since it was indexed; run \`coa index\` again`);
-    }
-    const refs = indices.map((i) => this.docs[i]);
-    return readCorpusRows(
-      this.corpusPath,
-      refs.map(([, , offset, length]) => ({ offset, length })),
-    );
+    const pos = this.store.positionOfUrl(normalizeUrl(url));
+    return pos === undefined ? undefined : this.store.doc(pos);
   }
 }

@@ -2,7 +2,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FixtureServer, ScriptedModel } from "../model/index.js";
+import { FixtureServer, ScriptedModel } from "../model/testing/index.js";
 import { CorpusIndex } from "./corpus-index.js";
 import { type CrawlOptions, createCrawlTool } from "./crawl-tool.js";
 import { writeCorpusFile } from "./test-corpus.js";

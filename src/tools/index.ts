@@ -1,8 +1,10 @@
+export { Bm25Mode } from "./bm25.js";
 export { type CodeArgs, createCodeTool } from "./code-tool.js";
 export { CorpusDoc, CorpusError } from "./corpus.js";
 export {
   type BuildProgress,
   CorpusIndex,
+  DEFAULT_BM25,
   defaultIndexDir,
   type IndexManifest,
   MemoryIndex,

@@ -9,7 +9,9 @@ import { ToolFailure } from "./guard.js";
 import { SandboxLimits } from "./sandbox.js";
 import { createSearchTool } from "./search-tool.js";
 import type { Tool } from "./types.js";
+import { cachedSearch } from "./web-cache.js";
 import { type SearchBackend, searxngBackend, serperBackend } from "./web-search.js";
+import { throttledSearch } from "./web-throttle.js";
 
 const isModelClient = (v: unknown): v is ModelClient =>
   typeof v === "object" && v !== null && typeof (v as ModelClient).complete === "function";
@@ -20,6 +22,12 @@ export const SearchConfig = z
     apiKey: z.string().min(1).optional(),
     baseUrl: z.url().optional(),
     topK: z.number().int().positive().max(20).default(5),
+    /** Web answers are kept here and reused (`web-cache.ts`); none kept when absent. */
+    cacheDir: z.string().min(1).optional(),
+    /** Web requests started per second at most. */
+    perSecond: z.number().positive().default(5),
+    /** Retries of a web request after a transient failure. */
+    retries: z.number().int().nonnegative().max(10).default(3),
   })
   .refine((s) => s.provider !== "serper" || s.apiKey, { message: "search.apiKey is required for serper" })
   .refine((s) => s.provider !== "searxng" || s.baseUrl, {
@@ -36,7 +44,7 @@ export const ToolsetConfig = z.object({
   /** Only the tools this protocol profile enables; default all four. */
   profile: ProfileName.default("all"),
   /** `web_search` backend; `wiki_search` always searches the local corpus. */
-  search: SearchConfig.default({ provider: "local", topK: 5 }),
+  search: SearchConfig.default({ provider: "local", topK: 5, perSecond: 5, retries: 3 }),
   crawl: z
     .object({
       offline: z.boolean().default(false),
@@ -91,14 +99,17 @@ function localBackend(index: (() => Promise<CorpusIndex>) | undefined): SearchBa
 }
 
 function webBackend(search: z.infer<typeof SearchConfig>, local: SearchBackend): SearchBackend {
-  switch (search.provider) {
-    case "serper":
-      return serperBackend({ apiKey: search.apiKey!, baseUrl: search.baseUrl });
-    case "searxng":
-      return searxngBackend({ baseUrl: search.baseUrl! });
-    case "local":
-      return local;
-  }
+  if (search.provider === "local") return local;
+  const api =
+    search.provider === "serper"
+      ? serperBackend({ apiKey: search.apiKey!, baseUrl: search.baseUrl })
+      : searxngBackend({ baseUrl: search.baseUrl! });
+  const polite = throttledSearch(api, { perSecond: search.perSecond, retries: search.retries });
+  if (!search.cacheDir) return polite;
+  return cachedSearch(polite, {
+    dir: search.cacheDir,
+    provider: `${search.provider} ${search.baseUrl ?? "default"}`,
+  });
 }
 
 /**

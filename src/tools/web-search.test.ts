@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { FixtureServer } from "../model/index.js";
+import { FixtureServer } from "../model/testing/index.js";
 import { createSearchTool } from "./search-tool.js";
 import { ToolArgsError } from "./types.js";
 import { searxngBackend, serperBackend } from "./web-search.js";

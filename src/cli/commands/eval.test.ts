@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { costSummary, type EvalSummary, successMetrics } from "../../eval/index.js";
-import { FixtureServer } from "../../model/index.js";
+import { FixtureServer } from "../../model/testing/index.js";
 import { parseFlags } from "../flags.js";
 import { EvalFlags, formatEvalSummary, runEval } from "./eval.js";
 

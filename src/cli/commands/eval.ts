@@ -11,6 +11,7 @@ import { CorpusIndex, createToolset } from "../../tools/index.js";
 import { AgentFlags, addDialectOptions, agentPrompt } from "../agent-flags.js";
 import { findCorpus } from "../corpus.js";
 import {
+  addWebToolOptions,
   CHAT_TEMPLATE_OPTION,
   ChatTemplate,
   parseFlags,
@@ -23,13 +24,16 @@ import {
   SearchTopK,
   TEXT_ONLY_OPTION,
   TextOnly,
+  WebToolFlags,
 } from "../flags.js";
 import { itemProgress } from "../progress.js";
+import { openWebTools } from "../web-tools.js";
 
 const Count = z.coerce.number().int().positive();
 
 /** The flags of `coa eval`, checked at the edge. */
 export const EvalFlags = z.object({
+  ...WebToolFlags.shape,
   model: z.string().min(1),
   modelName: z.string().optional(),
   api: z.enum(["completions", "chat"]).optional(),
@@ -90,11 +94,11 @@ export async function runEval(flags: EvalFlags, log: (line: string) => void): Pr
   const loaded = await loadTasks(flags.tasks, { split: flags.split, limit: flags.limit });
   if (loaded.tasks.length === 0) throw new Error(`--tasks ${flags.tasks}: no tasks to evaluate`);
   const corpus = flags.corpus ?? (await findCorpus(flags.tasks));
+  const web = await openWebTools(flags, flags.searchTopK);
   const tools = createToolset({
     profile: flags.profile,
     index: corpus ? (await CorpusIndex.open(corpus)).index : undefined,
-    search: { provider: "local", topK: flags.searchTopK },
-    crawl: { offline: true },
+    ...web,
     code: { unsafeNoSandbox: flags.unsafeNoSandbox },
   });
   const apiKey = process.env.COA_API_KEY ?? process.env.OPENAI_API_KEY;
@@ -137,12 +141,12 @@ export async function runEval(flags: EvalFlags, log: (line: string) => void): Pr
     progress.stop();
     await model.close?.();
     await judge?.close?.();
+    await web.close();
   }
 }
 
 export function register(program: Command): void {
-  const command = program
-    .command("eval")
+  const command = addWebToolOptions(program.command("eval"))
     .description(
       "run a model through the runtime on a task set, k samples each: pass@1, avg@k, pass@k, best-of-k (overall and per task kind), copy accuracy on world tasks, token and tool costs (resumable)",
     )

@@ -7,6 +7,7 @@ import { register as evalCommand } from "./eval.js";
 import { register as importCommand } from "./import.js";
 import { register as indexCorpus } from "./index-corpus.js";
 import { register as run } from "./run.js";
+import { register as search } from "./search.js";
 import { register as serve } from "./serve.js";
 import { register as tasks } from "./tasks.js";
 import { register as teach } from "./teach.js";
@@ -26,6 +27,7 @@ export const commands: RegisterCommand[] = [
   world,
   tasks,
   indexCorpus,
+  search,
   run,
   serve,
   teach,

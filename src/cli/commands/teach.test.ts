@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { expect, it } from "vitest";
 import { writeWorldSet } from "../../tasks/index.js";
-import { worldFixture } from "../../teacher/index.js";
+import { worldFixture } from "../../teacher/testing.js";
 import { TeachFlags, teach } from "./teach.js";
 
 it("coa teach runs the expert on a world split, finds the corpus, writes config, traces and summary", async () => {

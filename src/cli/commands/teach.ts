@@ -13,9 +13,10 @@ import {
   type TeachResult,
   type Toolbox,
 } from "../../teacher/index.js";
-import { CorpusIndex, createToolset } from "../../tools/index.js";
+import { CorpusIndex, createToolset, type ToolsetConfig } from "../../tools/index.js";
 import { findCorpus } from "../corpus.js";
 import {
+  addWebToolOptions,
   parseFlags,
   REQUEST_TIMEOUT_OPTION,
   RETRIES_OPTION,
@@ -24,14 +25,17 @@ import {
   requestOptions,
   SEARCH_TOP_K_OPTION,
   SearchTopK,
+  WebToolFlags,
 } from "../flags.js";
 import { itemProgress } from "../progress.js";
+import { openWebTools } from "../web-tools.js";
 
 const Count = z.coerce.number().int().positive();
 
 /** The flags of `coa teach`, checked at the edge. */
 export const TeachFlags = z
   .object({
+    ...WebToolFlags.shape,
     tasks: z.string().min(1),
     split: z.string().min(1),
     driver: z.enum(["expert", "llm"]),
@@ -67,7 +71,8 @@ export type TeachFlags = z.infer<typeof TeachFlags>;
 
 /** Runs `coa teach` with parsed flags; `log` gets the human-readable lines. */
 export async function teach(flags: TeachFlags, log: (line: string) => void): Promise<TeachResult> {
-  const { tasks, tools, corpus, taskFile } = await teachingGround(flags);
+  const web = await openWebTools(flags, flags.searchTopK);
+  const { tasks, tools, corpus, taskFile } = await teachingGround(flags, web);
   let model: ModelClient | null = null;
   let driver: Driver;
   if (flags.driver === "llm") {
@@ -123,6 +128,7 @@ export async function teach(flags: TeachFlags, log: (line: string) => void): Pro
     return result;
   } finally {
     await model?.close?.();
+    await web.close();
   }
 }
 
@@ -130,7 +136,10 @@ export async function teach(flags: TeachFlags, log: (line: string) => void): Pro
  * The tasks and the tools they are solved with. A world set gives each task its own world's corpus,
  * and its tasks interleaved by world, so `--limit N` draws evenly from every world.
  */
-async function teachingGround(flags: TeachFlags): Promise<{
+async function teachingGround(
+  flags: TeachFlags,
+  web: Pick<ToolsetConfig, "search" | "crawl">,
+): Promise<{
   tasks: Task[];
   tools: Toolbox | ((task: Task) => Toolbox);
   corpus: string | string[];
@@ -139,8 +148,7 @@ async function teachingGround(flags: TeachFlags): Promise<{
   const toolsetOf = async (corpus: string) =>
     createToolset({
       index: (await CorpusIndex.open(corpus)).index,
-      search: { provider: "local", topK: flags.searchTopK },
-      crawl: { offline: true },
+      ...web,
       code: { unsafeNoSandbox: flags.unsafeNoSandbox },
     });
   if (await isWorldSet(flags.tasks)) {
@@ -172,8 +180,7 @@ async function teachingGround(flags: TeachFlags): Promise<{
 }
 
 export function register(program: Command): void {
-  program
-    .command("teach")
+  addWebToolOptions(program.command("teach"))
     .description("run the teacher multi-agent system on tasks and append MAS traces (resumable)")
     .requiredOption("--tasks <path>", "a task file, a world directory or a world set (with --split)")
     .option("--split <name>", "split of a world directory", "train")

@@ -27,8 +27,9 @@ import {
 } from "../../train/index.js";
 import { findCorpus } from "../corpus.js";
 import { devProbe } from "../dev-probe.js";
-import { parseFlags, SEARCH_TOP_K_OPTION, SearchTopK } from "../flags.js";
+import { addWebToolOptions, parseFlags, SEARCH_TOP_K_OPTION, SearchTopK, WebToolFlags } from "../flags.js";
 import { itemProgress } from "../progress.js";
+import { openWebTools } from "../web-tools.js";
 
 const Int = z.coerce.number().int();
 const Num = z.coerce.number();
@@ -91,6 +92,7 @@ const RlFlags = z.object({
   threads: Int.optional(),
   unsafeNoSandbox: z.boolean().default(false),
   searchTopK: SearchTopK,
+  ...WebToolFlags.shape,
 });
 
 async function configFile(file: string | undefined): Promise<Record<string, unknown>> {
@@ -338,8 +340,7 @@ export function register(program: Command): void {
       }
     });
 
-  train
-    .command("rl")
+  addWebToolOptions(train.command("rl"))
     .description(
       "agentic RL (GRPO + DAPO) with rollouts through the runtime and tools (resumes from <out>/last)",
     )
@@ -385,12 +386,12 @@ export function register(program: Command): void {
         process.stderr.write(`skipped task: ${JSON.stringify(s)}\n`);
       const engine = await engineFor(f.out, f.from, f.preset ?? "tiny", { threads: f.threads });
       const bar = itemProgress("rl", { every: { items: 1 } });
+      const web = await openWebTools(f, f.searchTopK);
       try {
         const tools = createToolset({
           corpus,
           profile: config.rollout.profile,
-          search: { provider: "local", topK: f.searchTopK },
-          crawl: { offline: true },
+          ...web,
           code: { unsafeNoSandbox: f.unsafeNoSandbox },
         });
         const summary = await runRl(
@@ -418,6 +419,7 @@ export function register(program: Command): void {
       } finally {
         bar.stop();
         await engine.close();
+        await web.close();
       }
     });
 }
