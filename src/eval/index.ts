@@ -1,3 +1,4 @@
+export { scoreDialectAnswer } from "./answer-score.js";
 export {
   type CopyAccuracy,
   type CopyEpisode,

@@ -3,11 +3,12 @@ import pLimit from "p-limit";
 import { z } from "zod";
 import type { ModelClient } from "../model/index.js";
 import { completionIds, type ProfileName, parseCoa, type ToolTag, Trajectory } from "../protocol/index.js";
-import { type ScoreContext, scoreTask } from "../rewards/index.js";
+import type { ScoreContext } from "../rewards/index.js";
 import { type Budget, type RunOptions, ranToolCalls, runAgent, type Sampling } from "../runtime/index.js";
 import { hashString, type Task } from "../tasks/index.js";
 import type { Tool } from "../tools/index.js";
 import { appendJsonl, readJsonlTolerant, repairJsonlTail } from "../util/index.js";
+import { scoreDialectAnswer } from "./answer-score.js";
 import { type CopyAccuracy, type CopyEpisode, copyAccuracy, copyTargets } from "./copy.js";
 import { trajectoryCost } from "./costs.js";
 import {
@@ -119,7 +120,7 @@ export async function evaluate(opts: EvalOptions): Promise<EvalSummary> {
             sampling: { ...opts.sampling, seed: sampleSeed(opts.seed ?? 0, task.id, sample) },
             origin: "eval",
           });
-          const score = await scoreTask(task, trajectory.answer, opts.score);
+          const score = await scoreDialectAnswer(task, trajectory.answer, opts.prompt?.dialect, opts.score);
           const text = await opts.model.detokenize(completionIds(trajectory));
           const verdict: SampleVerdict = {
             sample,

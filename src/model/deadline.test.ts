@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { clipServerText, ModelConnectionError, ModelHttpError, ModelResponseError } from "./errors.js";
-import { type FixtureHandler, FixtureServer } from "./fixture-server.js";
 import { openModel } from "./open.js";
 import { OpenAICompatibleClient, type OpenAICompatibleOptions } from "./openai-client.js";
+import { type FixtureHandler, FixtureServer } from "./testing/index.js";
 
 // Issue 22, item 6: a caller's deadline bounds every model-server call, whatever the per-attempt
 // timeout and retries; retries are counted as configured; server error bodies are clipped.

@@ -1,9 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ByteTokenizer } from "./byte-tokenizer.js";
-import type { FixtureServer } from "./fixture-server.js";
 import { openModel } from "./open.js";
 import { OpenAICompatibleClient } from "./openai-client.js";
-import { type ServerFamily, startFakeServer } from "./testing/servers.js";
+import { type FixtureServer, type ServerFamily, startFakeServer } from "./testing/index.js";
 
 const bytes = new ByteTokenizer();
 const echo = () => "<think>x</think>\n<answer>42</answer> and more";
@@ -28,7 +27,8 @@ async function opened(family: ServerFamily, options: Parameters<typeof openModel
 describe("openModel finds what a server supports", () => {
   it.each([
     ["vllm", "fake-vllm", []],
-    ["llamacpp", "coa-byte-v1", ["has no /tokenize: text mode"]],
+    ["sglang", "fake-sglang", []],
+    ["llamacpp", "fake-llamacpp", []],
     ["ollama", "coa-byte-v1", ["has no /tokenize: text mode"]],
     ["openai", "coa-byte-v1", ["has no /tokenize: text mode", "has no /v1/completions"]],
   ] as const)("%s: vocabulary %s, one notice per fallback", async (family, tokenizer, said) => {
@@ -105,5 +105,99 @@ describe("OpenAICompatibleClient.chatPrompt", () => {
     expect(server.bodies("POST /v1/chat/completions")[0]).toMatchObject({
       messages: [...messages, { role: "assistant", content: "<think>" }],
     });
+  });
+});
+
+describe("native routes: exact ids where the OpenAI routes give none", () => {
+  const stop = ["</answer>"];
+  const kept = "<think>x</think>\n<answer>42</answer>";
+
+  it("sglang: /generate with input_ids; output_ids, the stop kept and named, logprobs, n choices", async () => {
+    const { model, server } = await opened("sglang");
+    const prompt = bytes.encode("q");
+    const out = await model.complete({
+      promptIds: prompt,
+      stop,
+      maxTokens: 64,
+      logprobs: true,
+      n: 2,
+      seed: 3,
+    });
+    expect(out.choices).toHaveLength(2);
+    for (const c of out.choices) {
+      expect(c).toMatchObject({ text: kept, stopSequence: "</answer>", finishReason: "stop" });
+      expect(c.exactIds).toBeUndefined();
+      expect(c.tokenIds).toEqual(bytes.encode(kept));
+      expect(c.logprobs).toHaveLength(c.tokenIds.length);
+    }
+    expect(server.bodies("POST /generate")[0]).toEqual({
+      input_ids: prompt,
+      sampling_params: {
+        max_new_tokens: 64,
+        temperature: 1,
+        top_p: 1,
+        n: 2,
+        stop,
+        no_stop_trim: true,
+        sampling_seed: 3,
+      },
+      return_logprob: true,
+      logprob_start_len: -1,
+    });
+    expect(server.bodies("POST /v1/completions")).toHaveLength(0);
+    // Its /detokenize answers `text`; at EOS nothing is named; the limit is `length`.
+    expect(await model.detokenize(bytes.encode("héllo"))).toBe("héllo");
+    const eos = await model.complete({ prompt: "q", stop: ["</nothing>"], maxTokens: 64 });
+    expect(eos.choices[0]).toMatchObject({ stopSequence: null, finishReason: "stop" });
+    const cut = await model.complete({ prompt: "q", stop, maxTokens: 5 });
+    expect(cut.choices[0]).toMatchObject({
+      text: bytes.decode(bytes.encode(kept).slice(0, 5)),
+      finishReason: "length",
+      stopSequence: null,
+    });
+  });
+
+  it("llamacpp: /completion with ids; `tokens` hold the stopping word `content` drops; /apply-template", async () => {
+    const { model, server, notices } = await opened("llamacpp");
+    const prompt = bytes.encode("q");
+    const out = await model.complete({ promptIds: prompt, stop, maxTokens: 64, logprobs: true });
+    expect(out.choices[0]).toMatchObject({
+      text: kept,
+      stopSequence: "</answer>",
+      tokenIds: bytes.encode(kept),
+    });
+    expect(out.choices[0]!.exactIds).toBeUndefined();
+    expect(out.choices[0]!.logprobs).toHaveLength(bytes.encode(kept).length);
+    expect(server.bodies("POST /completion")[0]).toMatchObject({
+      prompt,
+      n_predict: 64,
+      stop,
+      return_tokens: true,
+      n_probs: 1,
+    });
+    expect(server.bodies("POST /v1/completions")).toHaveLength(0);
+    expect(await model.tokenize("ab")).toEqual(bytes.encode("ab"));
+    expect(server.bodies("POST /tokenize").at(-1)).toEqual({ content: "ab", add_special: false });
+    expect(await model.detokenize(bytes.encode("ab"))).toBe("ab");
+    expect(await model.chatPrompt!(messages)).toEqual({
+      ids: bytes.encode(
+        "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n",
+      ),
+      exact: true,
+    });
+    expect(server.bodies("POST /apply-template")).toEqual([{ messages }]);
+    expect(notices).toEqual([]);
+  });
+
+  it.each([
+    ["llamacpp", "POST /completion"],
+    ["sglang", "POST /generate"],
+  ] as const)("%s --text-only: its OpenAI routes, the dropped stop restored", async (family, native) => {
+    const { model, server } = await opened(family, { textOnly: true });
+    const out = await model.complete({ prompt: "q", stop, maxTokens: 64, logprobs: true });
+    expect(out.choices[0]).toMatchObject({ text: kept, stopSequence: "</answer>", exactIds: false });
+    expect(out.choices[0]!.logprobs).toBeUndefined();
+    expect(server.bodies(native)).toHaveLength(0);
+    expect(server.bodies("POST /v1/completions").at(-1)).toMatchObject({ prompt: "q" });
   });
 });

@@ -1,5 +1,6 @@
 import { ModelHttpError } from "./errors.js";
 import type { JsonHttp } from "./json-http.js";
+import type { NativeFamily } from "./native-wire.js";
 import { TokenizeResponse } from "./openai-wire.js";
 
 /** What an OpenAI-compatible server turned out to support. */
@@ -8,6 +9,11 @@ export interface ServerSupport {
   tokenize: boolean;
   /** `/v1/completions` at all; chat-only servers (OpenAI's chat models) answer it 404. */
   completions: boolean;
+  /**
+   * A family whose own route returns exact ids: SGLang (`GET /get_model_info` answers, `/generate`)
+   * or llama.cpp (`/tokenize` takes `content`, `/completion`).
+   */
+  native?: NativeFamily;
 }
 
 /** A 4xx other than a timeout or rate limit: the server does not serve the request as sent. */
@@ -19,10 +25,12 @@ export const refuses = (err: unknown): err is ModelHttpError =>
   err.status !== 429;
 
 /**
- * Asks a server what it supports, with at most two small requests: `/tokenize` of a short text
- * (vLLM's shape; llama.cpp's route takes another field and answers with no tokens, which counts as
- * none), then, only for a server without it, a one-token completion, refused by chat-only servers.
- * Connection failures and 5xx are not answers: they are thrown as the client would throw them.
+ * Asks a server what it supports, with two or three small requests. `/tokenize` of a short text in
+ * vLLM's shape: tokens mean ids in and out, and then `GET /get_model_info` tells SGLang (whose
+ * native `/generate` returns the ids its OpenAI routes do not) from vLLM. A `/tokenize` that answers
+ * no tokens is llama.cpp's, which takes `content`: asked so, it names llama.cpp. Any other server gets
+ * a one-token completion, refused by chat-only servers. Connection failures and 5xx are not
+ * answers: they are thrown as the client would throw them.
  */
 export async function detectServer(
   http: JsonHttp,
@@ -30,10 +38,20 @@ export async function detectServer(
   model: string,
   signal?: AbortSignal,
 ): Promise<ServerSupport> {
-  const tokenize = await http
+  const tokens = (body: unknown) => TokenizeResponse.safeParse(body).data?.tokens.length ?? 0;
+  const answer = await http
     .post(`${root}/tokenize`, { model, prompt: "ok", add_special_tokens: false }, signal)
-    .then((body) => (TokenizeResponse.safeParse(body).data?.tokens.length ?? 0) > 0, refusedAs(false));
-  if (tokenize) return { tokenize, completions: true };
+    .catch(refusedAs(null));
+  if (answer !== null && tokens(answer) > 0) {
+    const info = await http.get(`${root}/get_model_info`, signal).catch(refusedAs(null));
+    const sglang = typeof (info as { model_path?: unknown } | null)?.model_path === "string";
+    return { tokenize: true, completions: true, ...(sglang ? { native: "sglang" as const } : {}) };
+  }
+  if (answer !== null) {
+    const llama = await http.post(`${root}/tokenize`, { content: "ok" }, signal).catch(refusedAs(null));
+    if (llama !== null && tokens(llama) > 0) return { tokenize: true, completions: true, native: "llamacpp" };
+  }
+  const tokenize = false;
   const completions = await http
     .post(`${root}/v1/completions`, { model, prompt: "ok", max_tokens: 1 }, signal)
     .then(

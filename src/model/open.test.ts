@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { FixtureServer } from "./fixture-server.js";
 import { openModel, parseModelSpec } from "./open.js";
+import { FixtureServer } from "./testing/index.js";
 
 describe("parseModelSpec", () => {
   it.each([

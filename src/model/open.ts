@@ -3,6 +3,7 @@ import { detectServer } from "./detect.js";
 import { Engine, type EngineOptions, type EngineSource } from "./engine.js";
 import { EnginePreset } from "./engine-api.js";
 import { JsonHttp } from "./json-http.js";
+import type { NativeFamily } from "./native-wire.js";
 import { OpenAICompatibleClient, type OpenAICompatibleOptions, serverRoot } from "./openai-client.js";
 import type { CompletionResult, ModelClient } from "./types.js";
 
@@ -74,11 +75,12 @@ export async function openModel(spec: string, options: OpenModelOptions = {}): P
     [model] = await new OpenAICompatibleClient({ ...base, model: "" }).listModels({ signal: options.signal });
     if (!model) throw new Error(`${parsed.baseUrl} lists no models; name one with --model-name`);
   }
-  const { textOnly, api } = await serverMode(serverRoot(parsed.baseUrl), model, options);
+  const { textOnly, api, native } = await serverMode(serverRoot(parsed.baseUrl), model, options);
   return new OpenAICompatibleClient({
     ...base,
     model,
     api,
+    ...(native ? { native } : {}),
     ...(textOnly ? { textOnly: true, tokenizer: new ByteTokenizer(), serverExtensions: false } : {}),
   });
 }
@@ -91,7 +93,7 @@ async function serverMode(
   root: string,
   model: string,
   options: OpenModelOptions,
-): Promise<{ textOnly: boolean; api: "completions" | "chat" }> {
+): Promise<{ textOnly: boolean; api: "completions" | "chat"; native?: NativeFamily }> {
   if (options.textOnly !== undefined && options.api) return { textOnly: options.textOnly, api: options.api };
   const http = new JsonHttp({
     apiKey: options.apiKey,
@@ -108,7 +110,9 @@ async function serverMode(
     );
   if (api === "chat" && !options.api)
     options.onNotice?.(`${root} has no /v1/completions: generating through /v1/chat/completions`);
-  return { textOnly, api };
+  // The family's own route gives exact ids; forcing text mode or the chat route forgoes it.
+  const native = !textOnly && api === "completions" ? found.native : undefined;
+  return { textOnly, api, ...(native ? { native } : {}) };
 }
 
 /**

@@ -4,8 +4,8 @@ import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { ByteTokenizer } from "./byte-tokenizer.js";
 import { ModelConnectionError, ModelHttpError, ModelResponseError } from "./errors.js";
-import { type FixtureHandler, FixtureServer, inOrder } from "./fixture-server.js";
 import { OpenAICompatibleClient, type OpenAICompatibleOptions } from "./openai-client.js";
+import { type FixtureHandler, FixtureServer, inOrder } from "./testing/index.js";
 
 const bytes = new ByteTokenizer();
 let fixture: FixtureServer | undefined;

@@ -3,6 +3,14 @@ import type { Tokenizer } from "./byte-tokenizer.js";
 import { refuses } from "./detect.js";
 import { JsonHttp } from "./json-http.js";
 import {
+  ApplyTemplateResponse,
+  LlamaCompletionResponse,
+  llamaChoice,
+  type NativeFamily,
+  SglangGenerateResponse,
+  sglangChoices,
+} from "./native-wire.js";
+import {
   ChatResponse,
   CompletionsResponse,
   chatChoices,
@@ -64,11 +72,18 @@ export interface OpenAICompatibleOptions {
   serverExtensions?: boolean;
   /** Chat API only: a user turn sent before the assistant prefix, for templates that require one. */
   chatUserMessage?: string;
+  /**
+   * Generate through the family's own route, which returns the sampled ids where its OpenAI routes
+   * give none: SGLang's `/generate`, llama.cpp's `/completion` (with its `/tokenize`, `/detokenize`
+   * and `/apply-template` shapes). Only with `api: "completions"` and not `textOnly`.
+   */
+  native?: NativeFamily;
 }
 
 /**
- * ModelClient over an OpenAI-compatible HTTP server: vLLM and SGLang (token-exact: ids in, ids
- * out), the embedded engine (same API), and llama.cpp, Ollama or OpenAI itself in text mode.
+ * ModelClient over an OpenAI-compatible HTTP server: vLLM (token-exact: ids in, ids out), SGLang and
+ * llama.cpp through their native routes (`native`, token-exact as well), the embedded engine (same
+ * API), and Ollama, OpenAI itself or any of them when forced, in text mode.
  */
 export class OpenAICompatibleClient implements ModelClient {
   readonly name: string;
@@ -115,7 +130,11 @@ export class OpenAICompatibleClient implements ModelClient {
     const { wire, body } =
       this.api === "chat"
         ? await this.postChat(req, sampling, signal)
-        : await this.postCompletions(req, sampling, signal);
+        : this.native === "sglang"
+          ? await this.postSglang(req, signal)
+          : this.native === "llamacpp"
+            ? await this.postLlamacpp(req, signal)
+            : await this.postCompletions(req, sampling, signal);
     wire.sort((a, b) => a.index - b.index);
     const choices = await Promise.all(wire.map((c) => this.toChoice(c, req, signal)));
     return {
@@ -128,6 +147,76 @@ export class OpenAICompatibleClient implements ModelClient {
             completionTokens: choices.reduce((n, c) => n + c.tokenIds.length, 0),
           },
     };
+  }
+
+  /** The native route in use, if any: only for id prompts on the completions route. */
+  private get native(): NativeFamily | undefined {
+    return this.api === "completions" && !this.options.textOnly ? this.options.native : undefined;
+  }
+
+  /**
+   * SGLang's `/generate`: ids in (`input_ids`), ids out (`output_ids`), the stop string kept
+   * (`no_stop_trim`) and named (`meta_info.finish_reason.matched`), logprobs per output token.
+   */
+  private async postSglang(
+    req: ParsedRequest,
+    signal?: AbortSignal,
+  ): Promise<{ wire: WireChoice[]; body: WireBody }> {
+    const url = `${this.root}/generate`;
+    const input = req.promptIds ? { input_ids: req.promptIds } : { text: req.prompt };
+    const body = {
+      ...input,
+      sampling_params: {
+        max_new_tokens: req.maxTokens,
+        temperature: req.temperature,
+        top_p: req.topP,
+        n: req.n,
+        stop: req.stop.length ? req.stop : undefined,
+        no_stop_trim: true,
+        ...(req.seed === undefined ? {} : { sampling_seed: req.seed }),
+      },
+      ...(req.logprobs ? { return_logprob: true, logprob_start_len: -1 } : {}),
+    };
+    const answer = parseWire(SglangGenerateResponse, await this.http.post(url, body, signal), url);
+    const outputs = Array.isArray(answer) ? answer : [answer];
+    const usage = {
+      prompt_tokens: outputs[0]?.meta_info.prompt_tokens ?? req.promptIds?.length ?? 0,
+      completion_tokens: outputs.reduce((n, o) => n + (o.meta_info.completion_tokens ?? 0), 0),
+    };
+    return { wire: sglangChoices(answer), body: { usage } };
+  }
+
+  /**
+   * llama.cpp's `/completion`, once per choice: ids in (`prompt` as ids), ids out (`return_tokens`),
+   * the stopping word cut from `content` but named (`stopping_word`) and kept in `tokens`.
+   */
+  private async postLlamacpp(
+    req: ParsedRequest,
+    signal?: AbortSignal,
+  ): Promise<{ wire: WireChoice[]; body: WireBody }> {
+    const url = `${this.root}/completion`;
+    const prompt = req.promptIds ?? req.prompt;
+    const answers = await Promise.all(
+      Array.from({ length: req.n }, async (_, i) => {
+        const body = {
+          prompt,
+          n_predict: req.maxTokens,
+          temperature: req.temperature,
+          top_p: req.topP,
+          stop: req.stop,
+          return_tokens: true,
+          cache_prompt: true,
+          ...(req.seed === undefined ? {} : { seed: req.seed + i }),
+          ...(req.logprobs ? { n_probs: 1 } : {}),
+        };
+        return parseWire(LlamaCompletionResponse, await this.http.post(url, body, signal), url);
+      }),
+    );
+    const usage = {
+      prompt_tokens: answers[0]?.tokens_evaluated ?? req.promptIds?.length ?? 0,
+      completion_tokens: answers.reduce((n, a) => n + (a.tokens_predicted ?? 0), 0),
+    };
+    return { wire: answers.map(llamaChoice), body: { model: answers[0]?.model, usage } };
   }
 
   private async postCompletions(
@@ -208,23 +297,28 @@ export class OpenAICompatibleClient implements ModelClient {
       this.templated = false;
       return this.noTemplate(mode, "it takes text only");
     }
-    const url = `${this.root}/tokenize`;
-    const body = {
-      model: this.options.model,
-      messages,
-      add_generation_prompt: true,
-      add_special_tokens: false,
-    };
+    const llama = this.native === "llamacpp";
+    const url = `${this.root}/${llama ? "apply-template" : "tokenize"}`;
+    // llama.cpp's /apply-template takes the messages alone and always adds the generation prompt.
+    const body = llama
+      ? { messages }
+      : { model: this.options.model, messages, add_generation_prompt: true, add_special_tokens: false };
+    let answer: unknown;
     try {
-      const ids = parseWire(TokenizeResponse, await this.http.post(url, body, options.signal), url).tokens;
-      this.templated = true;
-      return { ids, exact: true };
+      answer = await this.http.post(url, body, options.signal);
     } catch (err) {
       // A server that never rendered messages refuses them (400/404/422); later failures are failures.
       if (this.templated || !refuses(err)) throw err;
       this.templated = false;
-      return this.noTemplate(mode, `its /tokenize renders no chat messages (HTTP ${err.status})`);
+      const route = llama ? "/apply-template" : "/tokenize";
+      return this.noTemplate(mode, `its ${route} renders no chat messages (HTTP ${err.status})`);
     }
+    this.templated = true;
+    // llama.cpp renders text; its own /tokenize reads the template's special tokens as such.
+    const ids = llama
+      ? await this.tokenize(parseWire(ApplyTemplateResponse, answer, url).prompt, options)
+      : parseWire(TokenizeResponse, answer, url).tokens;
+    return { ids, exact: true };
   }
 
   /** No template to apply: an error where one is required, else null (and a notice the first time). */
@@ -238,7 +332,10 @@ export class OpenAICompatibleClient implements ModelClient {
   async tokenize(text: string, options: CallOptions = {}): Promise<number[]> {
     if (this.options.tokenizer) return this.options.tokenizer.encode(text);
     const url = `${this.root}/tokenize`;
-    const body = { model: this.options.model, prompt: text, add_special_tokens: false };
+    const body =
+      this.options.native === "llamacpp"
+        ? { content: text, add_special: false }
+        : { model: this.options.model, prompt: text, add_special_tokens: false };
     return parseWire(TokenizeResponse, await this.http.post(url, body, options.signal), url).tokens;
   }
 
@@ -246,7 +343,7 @@ export class OpenAICompatibleClient implements ModelClient {
     if (this.options.tokenizer) return this.options.tokenizer.decode(ids);
     const url = `${this.root}/detokenize`;
     const body = { model: this.options.model, tokens: ids };
-    return parseWire(DetokenizeResponse, await this.http.post(url, body, options.signal), url).prompt;
+    return parseWire(DetokenizeResponse, await this.http.post(url, body, options.signal), url);
   }
 
   /** The ids of the models the server serves (`GET /v1/models`). */

@@ -45,7 +45,12 @@ export const ChatResponse = responseOf({
 });
 
 export const TokenizeResponse = z.object({ tokens: z.array(z.number().int()) });
-export const DetokenizeResponse = z.object({ prompt: z.string() });
+/** The text of `/detokenize`: vLLM and the engine answer `prompt`, SGLang `text`, llama.cpp `content`. */
+export const DetokenizeResponse = z.union([
+  z.object({ prompt: z.string() }).transform((b) => b.prompt),
+  z.object({ text: z.string() }).transform((b) => b.text),
+  z.object({ content: z.string() }).transform((b) => b.content),
+]);
 export const ModelsResponse = z.object({ data: z.array(z.object({ id: z.string() })) });
 
 /** One choice, whichever endpoint produced it. */

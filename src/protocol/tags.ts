@@ -34,7 +34,7 @@ export interface Profile {
 const CORE_ROLES: readonly RoleTag[] = ["think", "plan", "answer"];
 const VERIFYING_ROLES: readonly RoleTag[] = ["reflection", "suggested_answer", "double_check"];
 
-/** Which tags each profile enables (DESIGN.md, "The CoA protocol"). */
+/** Which tags each profile enables (docs/protocol.md, "Tags"). */
 export const PROFILES: Readonly<Record<ProfileName, Profile>> = {
   web: { name: "web", roles: [...CORE_ROLES, ...VERIFYING_ROLES], tools: ["web_search", "crawl_page"] },
   mhqa: { name: "mhqa", roles: CORE_ROLES, tools: ["wiki_search"] },

@@ -64,7 +64,7 @@ export function emptyTrajectoryStats(): TrajectoryStats {
 }
 
 /**
- * The token-exact record of one episode (DESIGN.md, "Token-exact trajectories"). Text views are
+ * The token-exact record of one episode (docs/protocol.md, "Trajectory records"). Text views are
  * derived from ids with the tokenizer named by `tokenizer`; never the reverse.
  */
 export const Trajectory = z.object({

@@ -1,7 +1,7 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { type ScriptCall, ScriptedModel } from "../model/index.js";
+import { type ScriptCall, ScriptedModel } from "../model/testing/index.js";
 import { createToolset, type Tool } from "../tools/index.js";
 import { writeCorpusFile } from "../tools/test-corpus.js";
 import { startTestServe, type TestServe } from "./testing.js";

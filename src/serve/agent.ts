@@ -15,6 +15,8 @@ export interface AgentConfig {
   /** Episodes running at once; more requests wait their turn. */
   concurrency: number;
   store: TrajectoryStore;
+  /** The protocol dialect the model speaks and the system prompt it was trained with (`--dialect`). */
+  prompt?: Pick<RunOptions, "dialect" | "systemPrompt">;
 }
 
 /** What one request sets for its episode; undefined keeps the server's default. */
@@ -58,6 +60,7 @@ export class AgentRunner {
         model: config.model,
         tools: config.tools,
         profile: config.profile,
+        ...config.prompt,
         question: req.question,
         budget: { ...config.budget, ...defined({ maxTokens: req.maxTokens }) },
         sampling: {

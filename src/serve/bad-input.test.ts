@@ -1,7 +1,8 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { type ModelClient, ScriptedModel } from "../model/index.js";
+import type { ModelClient } from "../model/index.js";
+import { ScriptedModel } from "../model/testing/index.js";
 import type { Tool } from "../tools/index.js";
 import { startTestServe, type TestServe } from "./testing.js";
 

@@ -30,6 +30,7 @@ export async function startTestServe(
     toolTimeoutMs: opts.toolTimeoutMs,
     concurrency: opts.concurrency ?? 4,
     store: await TrajectoryStore.open(log),
+    prompt: opts.prompt,
   });
   const server = await startServe({ agent, apiKey: opts.apiKey, maxBodyBytes: opts.maxBodyBytes });
   return {

@@ -2,7 +2,7 @@ import { appendFile, mkdtemp, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { sampleTrajectory } from "../server/index.js";
+import { sampleTrajectory } from "../server/testing.js";
 import { TrajectoryStore } from "./trajectory-store.js";
 
 describe("TrajectoryStore", () => {

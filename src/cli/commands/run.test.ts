@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Command } from "commander";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ByteTokenizer, type FixtureHandler, FixtureServer, inOrder } from "../../model/index.js";
+import { ByteTokenizer } from "../../model/index.js";
+import { type FixtureHandler, FixtureServer, inOrder } from "../../model/testing/index.js";
 import { Trajectory } from "../../protocol/index.js";
 import { register } from "./run.js";
 

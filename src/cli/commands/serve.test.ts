@@ -1,6 +1,13 @@
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Command } from "commander";
 import { describe, expect, it } from "vitest";
-import { register } from "./serve.js";
+import { ByteTokenizer } from "../../model/index.js";
+import { startFakeServer } from "../../model/testing/index.js";
+import { Trajectory } from "../../protocol/index.js";
+import { parseFlags } from "../flags.js";
+import { register, ServeFlags, serveAgent } from "./serve.js";
 
 function program(): Command {
   const p = new Command().exitOverride();
@@ -23,6 +30,8 @@ describe("coa serve", () => {
       "--api-key",
       "--concurrency",
       "--log",
+      "--dialect",
+      "--system-prompt-file",
     ])
       expect(help).toContain(flag);
     expect(help).toContain("Examples:");
@@ -36,5 +45,79 @@ describe("coa serve", () => {
     await expect(
       program().parseAsync(["node", "coa", "serve", "--model", "engine", "--port", "http"]),
     ).rejects.toThrow(/^--port: /);
+  });
+});
+
+describe("coa serve --dialect", () => {
+  const bytes = new ByteTokenizer();
+  // A model trained on AFM's code agent: it answers in \boxed{} and reads its prompt as one user turn.
+  const afmCode = () => "<think>Six times seven.</think>\n<answer>The result is \\boxed{42}.</answer>";
+
+  /** Serves the agent over a fake vLLM with the given flags, asks once, and returns the reply and record. */
+  async function ask(flags: Record<string, string>) {
+    const dir = await mkdtemp(join(tmpdir(), "coa-serve-dialect-"));
+    const vllm = await startFakeServer("vllm", afmCode);
+    const log = join(dir, "trajectories.jsonl");
+    const parsed = parseFlags(ServeFlags, {
+      model: `${vllm.url}/v1`,
+      profile: "code",
+      search: "local",
+      dialect: "coa",
+      chatTemplate: "auto",
+      host: "127.0.0.1",
+      port: "0",
+      concurrency: "1",
+      log,
+      unsafeNoSandbox: false,
+      maxTurns: "2",
+      ...flags,
+    });
+    const { server, model } = await serveAgent(parsed, () => {});
+    try {
+      const res = await fetch(`${server.url}/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: model.name, messages: [{ role: "user", content: "What is 6 * 7?" }] }),
+      });
+      expect(res.status).toBe(200);
+      const reply = (await res.json()) as { choices: { message: { content: string } }[] };
+      const record = Trajectory.parse(JSON.parse((await readFile(log, "utf8")).trim()));
+      return { content: reply.choices[0]!.message.content, record };
+    } finally {
+      await server.close();
+      await model.close?.();
+      await vllm.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  it("speaks the chosen dialect: the boxed answer read, the supplied system prompt in one user turn", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "coa-serve-prompt-"));
+    const file = join(dir, "afm-code.txt");
+    await writeFile(file, "Solve it and box the answer.\n");
+    try {
+      const { content, record } = await ask({ dialect: "afm-code", systemPromptFile: file });
+      expect(content).toBe("42");
+      expect(record).toMatchObject({ dialect: "afm-code", finishReason: "answer", answer: "42" });
+      expect(record.promptFormat).toEqual({ chatTemplate: true, customSystemPrompt: true });
+      expect(bytes.decode(record.promptIds)).toContain(
+        "<|im_start|>user\nSolve it and box the answer.\n\nQuestion: What is 6 * 7?<|im_end|>",
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("without --dialect serves coa's rules: the same output's answer stays as written", async () => {
+    const { content, record } = await ask({});
+    expect(record.dialect ?? "coa").toBe("coa");
+    expect(record.answer).toBe("The result is \\boxed{42}.");
+    expect(content).toBe("The result is \\boxed{42}.");
+  });
+
+  it("rejects an unknown dialect by the flag's name", async () => {
+    await expect(
+      program().parseAsync(["node", "coa", "serve", "--model", "engine", "--dialect", "klingon"]),
+    ).rejects.toThrow(/^--dialect: /);
   });
 });

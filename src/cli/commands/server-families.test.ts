@@ -3,8 +3,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ByteTokenizer, type FixtureServer } from "../../model/index.js";
-import { type FakeModel, type ServerFamily, startFakeServer } from "../../model/testing/servers.js";
+import { ByteTokenizer } from "../../model/index.js";
+import {
+  type FakeModel,
+  type FixtureServer,
+  type ServerFamily,
+  startFakeServer,
+} from "../../model/testing/index.js";
 import { renderPrompt, Trajectory } from "../../protocol/index.js";
 import { parseFlags } from "../flags.js";
 import { EvalFlags, runEval } from "./eval.js";
@@ -67,6 +72,27 @@ async function coaRun(family: ServerFamily, options: { chatTemplate?: boolean; f
 /** The record's completion text, from its ids (every family here uses byte ids). */
 const completion = (t: Trajectory) => bytes.decode(t.segments.flatMap((s) => s.ids));
 
+/** The record's ids are the server's own, with a logprob for every generated one. */
+function expectExactWithLogprobs(traj: Trajectory) {
+  expect(traj.meta.exactIds).toBeUndefined();
+  const model = traj.segments.filter((s) => s.source === "model");
+  expect(model.length).toBeGreaterThan(0);
+  expect(model.every((s) => s.logprobs?.length === s.ids.length)).toBe(true);
+}
+
+/** The prompt is our system prompt and the question through the fakes' ChatML template. */
+function expectChatml(traj: Trajectory) {
+  expect(traj.promptFormat).toEqual({ chatTemplate: true, customSystemPrompt: false });
+  const prompt = bytes.decode(traj.promptIds);
+  expect(prompt.startsWith("<|im_start|>system\nAnswer in tagged steps")).toBe(true);
+  expect(prompt.endsWith(`<|im_start|>user\n${question}<|im_end|>\n<|im_start|>assistant\n`)).toBe(true);
+}
+
+/** The second model call read exactly the recorded ids: the prompt, the first reply, its observation. */
+function expectSecondCallRead(sentIds: number[] | undefined, traj: Trajectory) {
+  expect(sentIds).toEqual([...traj.promptIds, ...traj.segments.slice(0, 2).flatMap((s) => s.ids)]);
+}
+
 /** What every family must give: the tool call closed and run once, the forged text cut, the answer. */
 function expectSolved(traj: Trajectory) {
   expect(traj).toMatchObject({ finishReason: "answer", answer: "Fredville" });
@@ -80,23 +106,17 @@ describe("vLLM (completions with ids, /tokenize with messages, ChatML)", () => {
   it("vllm: token ids exact, chat template applied, stop kept, logprobs", async () => {
     const { traj, server, lines } = await coaRun("vllm");
     expectSolved(traj);
-    expect(traj.meta.exactIds).toBeUndefined();
-    expect(traj.promptFormat).toEqual({ chatTemplate: true, customSystemPrompt: false });
-    const prompt = bytes.decode(traj.promptIds);
-    expect(prompt.startsWith("<|im_start|>system\nAnswer in tagged steps")).toBe(true);
-    expect(prompt.endsWith(`<|im_start|>user\n${question}<|im_end|>\n<|im_start|>assistant\n`)).toBe(true);
-    expect(
-      traj.segments.filter((s) => s.source === "model").every((s) => s.logprobs?.length === s.ids.length),
-    ).toBe(true);
-    // Generation read exactly the recorded ids.
+    expectExactWithLogprobs(traj);
+    expectChatml(traj);
     const sent = server.bodies("POST /v1/completions") as { prompt: number[] }[];
-    expect(sent[1]!.prompt).toEqual([...traj.promptIds, ...traj.segments.slice(0, 2).flatMap((s) => s.ids)]);
+    expectSecondCallRead(sent[1]?.prompt, traj);
     expect(lines.filter((l) => l.includes("text mode") || l.includes("no chat template"))).toEqual([]);
   });
 
   it("vllm base model: no template, so the plain prompt, said once", async () => {
     const { traj, lines } = await coaRun("vllm", { chatTemplate: false });
     expectSolved(traj);
+    expectExactWithLogprobs(traj);
     expect(traj.promptFormat).toBeUndefined();
     expect(bytes.decode(traj.promptIds)).toBe(renderPrompt({ profile: "web", question }));
     expect(lines.filter((l) => l.includes("no chat template"))).toHaveLength(1);
@@ -115,6 +135,7 @@ describe("vLLM (completions with ids, /tokenize with messages, ChatML)", () => {
     await writeFile(file, "You can only use the following functions ...\n");
     const { traj } = await coaRun("vllm", { flags: { dialect: "afm-web", systemPromptFile: file } });
     expectSolved(traj);
+    expectExactWithLogprobs(traj);
     expect(traj).toMatchObject({
       dialect: "afm-web",
       promptFormat: { chatTemplate: true, customSystemPrompt: true },
@@ -127,18 +148,54 @@ describe("vLLM (completions with ids, /tokenize with messages, ChatML)", () => {
   });
 });
 
+describe("native routes: SGLang's /generate and llama.cpp's /completion give exact ids", () => {
+  it("sglang: token ids exact via /generate, no chat template (said once), stop kept, logprobs", async () => {
+    const { traj, lines, server } = await coaRun("sglang");
+    expectSolved(traj);
+    expectExactWithLogprobs(traj);
+    expect(traj.tokenizer).toBe("fake-sglang");
+    // Its /tokenize takes no messages: the plain prompt, one notice.
+    expect(traj.promptFormat).toBeUndefined();
+    expect(bytes.decode(traj.promptIds)).toBe(renderPrompt({ profile: "web", question }));
+    expect(lines.filter((l) => l.includes("no chat template"))).toHaveLength(1);
+    expect(lines.filter((l) => l.includes("text mode"))).toEqual([]);
+    // Generation read exactly the recorded ids, and nothing went through its OpenAI routes.
+    const sent = server.bodies("POST /generate") as { input_ids: number[] }[];
+    expect(sent).toHaveLength(2);
+    expectSecondCallRead(sent[1]?.input_ids, traj);
+    expect(server.bodies("POST /v1/completions")).toHaveLength(0);
+  });
+
+  it("llamacpp: token ids exact via /completion, chat template via /apply-template, stop kept, logprobs", async () => {
+    const { traj, lines, server } = await coaRun("llamacpp");
+    expectSolved(traj);
+    expectExactWithLogprobs(traj);
+    expectChatml(traj);
+    const sent = server.bodies("POST /completion") as { prompt: number[] }[];
+    expectSecondCallRead(sent[1]?.prompt, traj);
+    expect(server.bodies("POST /v1/completions")).toHaveLength(0);
+    expect(lines.filter((l) => l.includes("text mode") || l.includes("no chat template"))).toEqual([]);
+  });
+});
+
 describe("servers that drop the stop string and return no ids", () => {
-  it.each(["llamacpp", "ollama"] as const)(
-    "%s: text mode found by itself, ids inexact, stop restored, no logprobs",
-    async (family) => {
-      const { traj, lines, server } = await coaRun(family);
+  it.each([
+    ["ollama", false],
+    ["llamacpp", true],
+  ] as const)(
+    "%s OpenAI routes (--text-only: %s): ids inexact, stop restored, no logprobs",
+    async (family, forced) => {
+      const { traj, lines, server } = await coaRun(family, { flags: forced ? { textOnly: true } : {} });
       expectSolved(traj);
       expect(traj.meta.exactIds).toBe(false);
       expect(traj.tokenizer).toBe("coa-byte-v1");
       expect(traj.promptFormat).toBeUndefined();
-      expect(lines.filter((l) => l.includes("has no /tokenize: text mode"))).toHaveLength(1);
-      const sent = server.bodies("POST /v1/completions").slice(1) as { prompt: unknown }[];
+      // Found by itself where not forced, and said once.
+      expect(lines.filter((l) => l.includes("has no /tokenize: text mode"))).toHaveLength(forced ? 0 : 1);
+      const sent = server.bodies("POST /v1/completions").slice(-2) as { prompt: unknown }[];
+      expect(sent).toHaveLength(2);
       expect(sent.every((b) => typeof b.prompt === "string")).toBe(true);
+      expect(traj.segments.some((s) => s.source === "model" && s.logprobs !== undefined)).toBe(false);
     },
   );
 });
@@ -156,13 +213,20 @@ describe("OpenAI (chat completions only, strict fields)", () => {
     expect(chats[0]!.messages.map((m) => m.role)).toEqual(["system", "user"]);
     expect(chats[1]!.messages.map((m) => m.role)).toEqual(["system", "user", "assistant"]);
     expect(chats[1]!.messages[2]!.content).toMatch(/<\/web_search>\n<observation>/);
+    expect(traj.segments.some((s) => s.source === "model" && s.logprobs !== undefined)).toBe(false);
   });
 });
 
 describe("coa eval against each family", () => {
-  it.each(["vllm", "llamacpp", "ollama", "openai"] as const)(
-    "%s: solves the task with no server flags",
-    async (family) => {
+  it.each([
+    ["vllm", true, "POST /v1/completions"],
+    ["sglang", true, "POST /generate"],
+    ["llamacpp", true, "POST /completion"],
+    ["ollama", false, "POST /v1/completions"],
+    ["openai", false, "POST /v1/chat/completions"],
+  ] as const)(
+    "%s: solves the task with no server flags (ids exact: %s, through %s)",
+    async (family, exact, route) => {
       const server = await startFakeServer(family, model);
       const tasks = join(dir, `${family}-tasks.jsonl`);
       await writeFile(tasks, `${JSON.stringify({ id: "t1", question, answer: "Fredville" })}\n`);
@@ -182,6 +246,15 @@ describe("coa eval against each family", () => {
         const summary = await runEval(flags, (line) => logged.push(line));
         expect(summary.success.pass1).toBe(1);
         expect(summary.finishReasons).toEqual({ answer: 1 });
+        const [record] = (await readFile(join(flags.out, "trajectories.jsonl"), "utf8"))
+          .trim()
+          .split("\n")
+          .map((l) => Trajectory.parse(JSON.parse(l)));
+        expect(record!.meta.exactIds).toBe(exact ? undefined : false);
+        // Both model calls of the episode went through the family's generation route.
+        expect(
+          server.bodies(route).filter((b) => (b as { max_tokens?: number }).max_tokens !== 1),
+        ).toHaveLength(2);
       } finally {
         await (server as FixtureServer).close();
       }

@@ -1,13 +1,13 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { z } from "zod";
-import { BYTE_TOKENIZER_NAME, ByteTokenizer } from "./byte-tokenizer.js";
+import { BYTE_TOKENIZER_NAME, ByteTokenizer } from "../byte-tokenizer.js";
 import {
   type CallOptions,
   type CompletionChoice,
   CompletionRequest,
   type CompletionResult,
   type ModelClient,
-} from "./types.js";
+} from "../types.js";
 
 export type ParsedCompletionRequest = z.output<typeof CompletionRequest>;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ByteTokenizer } from "./byte-tokenizer.js";
+import { ByteTokenizer } from "../byte-tokenizer.js";
 import { ScriptedModel } from "./scripted.js";
 
 const bytes = new ByteTokenizer();
