@@ -12,4 +12,5 @@ export {
   type ImportSummary,
   runImport,
 } from "./run-import.js";
+export { parseRunResult } from "./run-result.js";
 export { toMasTrace } from "./to-mas.js";

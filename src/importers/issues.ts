@@ -4,13 +4,16 @@ export type IssueReason =
   | "not_a_record" // a line of another format (a mixed file)
   | "missing_parent" // a span whose parent is in no file: read as a top-level span
   | "unknown_span_type" // a span kind the importer does not know: skipped
+  | "unknown_item_type" // a run item (openai-agents-run) of a kind the importer does not know: skipped
+  | "tool_output_without_call" // a run's tool output whose call is in no earlier item: skipped
+  | "unanswered_tool_call" // a run's tool call with no output (an interrupted run): left out
   | "no_task" // a trace that joins no task of --tasks by id or question: not written
   | "empty_trace"; // a trace with no model call
 
 export interface ImportIssue {
   reason: IssueReason;
   file: string;
-  /** 1-based line, or 0 for a whole file (OTLP/JSON) or trace. */
+  /** 1-based line, or 0 for a whole file (OTLP/JSON, a run state: the detail names the run and item) or trace. */
   line: number;
   detail: string;
 }

@@ -10,9 +10,10 @@ import { type ImportIssue, jsonLine, type Parsed } from "./issues.js";
 import { parseOpenAiAgents } from "./openai-agents.js";
 import { parseOtlp } from "./otel.js";
 import type { RoleTable } from "./roles.js";
+import { parseRunResult } from "./run-result.js";
 import { toMasTrace } from "./to-mas.js";
 
-export const IMPORT_FORMATS = ["openai-agents", "otel", "generic"] as const;
+export const IMPORT_FORMATS = ["openai-agents", "openai-agents-run", "otel", "generic"] as const;
 export type ImportFormat = (typeof IMPORT_FORMATS)[number];
 
 export interface ImportOptions {
@@ -66,7 +67,12 @@ function parseGeneric(lines: readonly { line: number; text: string }[], file: st
   return { traces, issues };
 }
 
-const PARSERS = { "openai-agents": parseOpenAiAgents, otel: parseOtlp, generic: parseGeneric };
+const PARSERS = {
+  "openai-agents": parseOpenAiAgents,
+  "openai-agents-run": parseRunResult,
+  otel: parseOtlp,
+  generic: parseGeneric,
+};
 
 /** The user's request: the trace's question, else the first user message of the first model call. */
 function questionOf(trace: GenericTrace): string | null {

@@ -31,6 +31,9 @@ export interface BuildNotes {
   guessedAgents: string[];
 }
 
+/** A critic's all-clear: plain reasoning, not a reflection. */
+const NO_ISSUES = /^\W*no[_ ]issues?\b/i;
+
 type Charge = Pick<MasMessage, "tokensIn" | "tokensOut" | "tokensCached">;
 type Extra = Pick<MasMessage, "tool" | "score" | "ok">;
 
@@ -86,7 +89,7 @@ export async function toMasTrace(
       step.agent === root && !messages.some((m) => m.kind === "delegate" || m.kind === "tool_call");
     if (role === "planner" || opening) add("manager", "manager", "plan", text);
     else if (role === "critic")
-      add("critic", "manager", /^\W*no[_ ]issues?\b/i.test(text) ? "reasoning" : "reflection", text);
+      add("critic", "manager", NO_ISSUES.test(text) ? "reasoning" : "reflection", text);
     else if (role === "verifier") {
       const score = parseScore(text);
       add("verifier", "manager", "verdict", text, score === null ? {} : { score });
@@ -124,11 +127,18 @@ export async function toMasTrace(
     const by = nameOf(agent);
     const isRoot = agent === root;
     if (isRoot) finalAnswer = text;
+    // A critic's or verifier's output that no call of its own said first (an agent-tool run the input
+    // does not hold) is still its reflection or verdict.
+    const score = by === "verifier" ? parseScore(text) : null;
     const [kind, to]: [MessageKind, AgentName] = isRoot
       ? ["final", "user"]
       : by === "searcher" || by === "coder"
         ? ["report", "manager"]
-        : ["reasoning", by];
+        : by === "critic"
+          ? [NO_ISSUES.test(text) ? "reasoning" : "reflection", "manager"]
+          : by === "verifier"
+            ? ["verdict", "manager"]
+            : ["reasoning", by];
     const last = messages.at(-1);
     if (last?.from === by && last.content === text) {
       // The call's own text was the output: it becomes the answer or report instead of a repeat.
@@ -138,7 +148,7 @@ export async function toMasTrace(
       }
       if (!isRoot) return;
     }
-    add(by, to, kind, text);
+    add(by, to, kind, text, score === null ? {} : { score });
   };
 
   add("user", "manager", "task", task.question);

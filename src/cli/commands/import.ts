@@ -30,7 +30,23 @@ export function register(program: Command): void {
     .option("--tokenizer <file>", "count tokens in this vocabulary (default: bytes), e.g. the student's")
     .addHelpText(
       "after",
-      "\nExamples:\n  coa import runs/agents/spans.jsonl --from openai-agents --tasks runs/world --split test --out runs/imported\n  coa import otel.json --from otel --tasks tasks.jsonl --roles roles.json --out runs/imported\n\nFormats and the role table: docs/import.md",
+      [
+        "",
+        "Formats:",
+        "  openai-agents      the JSONL a JsonlTraceProcessor writes (@openai/agents traces): exact costs",
+        "  openai-agents-run  a run's result: result.state.toString() (one per line or a JSON array for several",
+        "                     runs, agents-as-tools' nested runs included), or JSON.stringify(result.history);",
+        "                     each call's input is rebuilt from the items, without instructions or tool schemas",
+        "  otel               OTLP/JSON with GenAI spans (invoke_agent, execute_tool, chat)",
+        "  generic            one coa-generic/1 JSON object per line",
+        "",
+        "Examples:",
+        "  coa import runs/agents/spans.jsonl --from openai-agents --tasks runs/world --split test --out runs/imported",
+        "  coa import runs/agents/run.json --from openai-agents-run --tasks runs/world --split test --out runs/imported",
+        "  coa import otel.json --from otel --tasks tasks.jsonl --roles roles.json --out runs/imported",
+        "",
+        "Formats and the role table: docs/import.md",
+      ].join("\n"),
     )
     .action(async (input: string, raw: Record<string, unknown>) => {
       const parsed = ImportFlags.safeParse(raw);

@@ -1,4 +1,4 @@
-import { Agent, type ModelProvider, Runner, tool } from "@openai/agents";
+import { Agent, type ModelProvider, Runner, type RunResult, tool } from "@openai/agents";
 import { z } from "zod";
 import type { ToolTag } from "../../protocol/index.js";
 import type { Task } from "../../tasks/index.js";
@@ -44,6 +44,12 @@ export interface ReferenceTeamOptions {
   observationChars?: number;
   /** False: the SDK traces the run without content, as with sensitive data turned off. */
   traceContent?: boolean;
+  /**
+   * Given every finished run: each agent-as-tool's nested run (when it returns) and the manager's run
+   * last, for `coa import --from openai-agents-run` (docs/import.md).
+   */
+  // biome-ignore lint/suspicious/noExplicitAny: the results of agents of any context and output
+  onResult?: (result: RunResult<any, any>) => void;
 }
 
 /** A coa tool as a function tool; a failed call throws, so the framework records a span error. */
@@ -81,6 +87,15 @@ function coaTool(tag: ToolTag, field: "query" | "url" | "code", task: Task, opts
 export async function runReferenceTeam(task: Task, opts: ReferenceTeamOptions): Promise<string | null> {
   const model = (role: keyof typeof INSTRUCTIONS) => opts.models?.[role] ?? role;
   const search = opts.searchTool ?? "web_search";
+  // A nested run's output is its final text, as the SDK's default extractor gives it for a text agent.
+  const onResult = opts.onResult;
+  const nested = onResult && {
+    // biome-ignore lint/suspicious/noExplicitAny: any agent's nested run
+    customOutputExtractor: (r: RunResult<any, any>) => {
+      onResult(r);
+      return typeof r.finalOutput === "string" ? r.finalOutput : "";
+    },
+  };
   const worker = (name: "searcher" | "coder", tools: ReturnType<typeof coaTool>[]) =>
     new Agent({ name, instructions: INSTRUCTIONS[name], model: model(name), tools });
   const searcher = worker("searcher", [
@@ -95,10 +110,22 @@ export async function runReferenceTeam(task: Task, opts: ReferenceTeamOptions): 
     instructions: INSTRUCTIONS.manager,
     model: model("manager"),
     tools: [
-      searcher.asTool({ toolName: "searcher", toolDescription: "Finds one fact in the encyclopedia." }),
-      coder.asTool({ toolName: "coder", toolDescription: "Runs one computation in Python." }),
-      plain("critic").asTool({ toolName: "critic", toolDescription: "Reviews the latest sub-task." }),
-      plain("verifier").asTool({ toolName: "verifier", toolDescription: "Scores a proposed answer 1-5." }),
+      searcher.asTool({
+        toolName: "searcher",
+        toolDescription: "Finds one fact in the encyclopedia.",
+        ...nested,
+      }),
+      coder.asTool({ toolName: "coder", toolDescription: "Runs one computation in Python.", ...nested }),
+      plain("critic").asTool({
+        toolName: "critic",
+        toolDescription: "Reviews the latest sub-task.",
+        ...nested,
+      }),
+      plain("verifier").asTool({
+        toolName: "verifier",
+        toolDescription: "Scores a proposed answer 1-5.",
+        ...nested,
+      }),
     ],
   });
   const runner = new Runner({
@@ -108,5 +135,6 @@ export async function runReferenceTeam(task: Task, opts: ReferenceTeamOptions): 
     traceIncludeSensitiveData: opts.traceContent ?? true,
   });
   const result = await runner.run(manager, task.question, { maxTurns: 40 });
+  onResult?.(result);
   return typeof result.finalOutput === "string" ? result.finalOutput : null;
 }
