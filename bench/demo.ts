@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { pairedDifference } from "../src/eval/index.js";
+import { pct as percent } from "../src/util/index.js";
 
 const REPO = fileURLToPath(new URL("..", import.meta.url));
 
@@ -25,8 +26,7 @@ interface Summary {
   cost: { solved: number; billedTokens: number };
 }
 
-const pct = (x: number | null | undefined) =>
-  x === null || x === undefined ? "–" : `${(100 * x).toFixed(1)}%`;
+const pct = (x: number | null | undefined) => (x === null || x === undefined ? "–" : percent(x));
 
 export async function run(): Promise<void> {
   const preset = process.env.COA_BENCH_DEMO ?? "quick";

@@ -3,7 +3,7 @@
 // keep those two small, so what is left is parsing, validation, bookkeeping and the record.
 // Percentiles are over episodes (each episode's mean per step).
 import { z } from "zod";
-import { ScriptedModel } from "../src/model/index.js";
+import { ScriptedModel } from "../src/model/testing/index.js";
 import { runAgent } from "../src/runtime/index.js";
 import type { Tool } from "../src/tools/index.js";
 

@@ -2,7 +2,7 @@
 // through `coa serve` on loopback (HTTP, JSON parsing and checking, the SSE chunks, the JSONL append),
 // one request at a time. The overhead is the difference of the medians.
 import { z } from "zod";
-import { ScriptedModel } from "../src/model/index.js";
+import { ScriptedModel } from "../src/model/testing/index.js";
 import type { ToolTag } from "../src/protocol/index.js";
 import { runAgent } from "../src/runtime/index.js";
 import { startTestServe } from "../src/serve/testing.js";

@@ -2,13 +2,8 @@
 // dev split, through the real tools: success, recovery rates, tool calls, tokens and time per task.
 
 import { rm } from "node:fs/promises";
-import {
-  ExpertDriver,
-  formatSummary,
-  runEpisode,
-  summarizeTraces,
-  worldFixture,
-} from "../src/teacher/index.js";
+import { ExpertDriver, formatSummary, runEpisode, summarizeTraces } from "../src/teacher/index.js";
+import { worldFixture } from "../src/teacher/testing.js";
 
 export async function run(): Promise<void> {
   const started = performance.now();

@@ -4,7 +4,8 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Engine, ScriptedModel } from "../src/model/index.js";
+import { Engine } from "../src/model/index.js";
+import { ScriptedModel } from "../src/model/testing/index.js";
 import { scoreTask } from "../src/rewards/index.js";
 import { runAgent } from "../src/runtime/index.js";
 import { agentEpisodes, RlConfig, runRl, runSft } from "../src/train/index.js";

@@ -1,5 +1,6 @@
 import { stat } from "node:fs/promises";
 import path from "node:path";
+import { loadTasks } from "../tasks/index.js";
 
 /**
  * The corpus that goes with a task path: `<world>/corpus.jsonl` for a world folder, or for a task
@@ -12,4 +13,10 @@ export async function findCorpus(tasks: string): Promise<string | undefined> {
     : [path.join(path.dirname(tasks), "corpus.jsonl"), path.join(path.dirname(tasks), "..", "corpus.jsonl")];
   for (const c of candidates) if (await stat(c).catch(() => null)) return c;
   return undefined;
+}
+
+/** The tasks at a path: a task file as it is, or the given split of a world folder. */
+export async function loadTasksOrSplit(tasks: string, split: string) {
+  const isDir = (await stat(tasks).catch(() => null))?.isDirectory() ?? false;
+  return loadTasks(tasks, isDir ? { split } : {});
 }

@@ -2,7 +2,7 @@ import { mkdtemp, readdir, readFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { expect, it } from "vitest";
-import { ScriptedModel } from "../model/index.js";
+import { ScriptedModel } from "../model/testing/index.js";
 import { generateWorld, loadTasks, Plan, writeWorld } from "../tasks/index.js";
 import { devProbe } from "./dev-probe.js";
 

@@ -1,11 +1,10 @@
-import { stat, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { evaluate } from "../eval/index.js";
 import type { ModelClient } from "../model/index.js";
-import { loadTasks } from "../tasks/index.js";
 import { createToolset } from "../tools/index.js";
 import type { StepProbe } from "../train/index.js";
-import { findCorpus } from "./corpus.js";
+import { findCorpus, loadTasksOrSplit } from "./corpus.js";
 
 export interface DevProbeSpec {
   /** A world folder (its dev split) or a task file. */
@@ -25,8 +24,7 @@ export interface DevProbeSpec {
  * folder under `<run>/dev/step-N` (trajectories.jsonl, summary.json), readable with `coa view`.
  */
 export async function devProbe(model: ModelClient, spec: DevProbeSpec): Promise<StepProbe> {
-  const isDir = (await stat(spec.tasks).catch(() => null))?.isDirectory() ?? false;
-  const { tasks } = await loadTasks(spec.tasks, isDir ? { split: "dev" } : {});
+  const { tasks } = await loadTasksOrSplit(spec.tasks, "dev");
   const corpus = await findCorpus(spec.tasks);
   if (!corpus) throw new Error(`--dev-tasks: no corpus.jsonl next to ${spec.tasks}`);
   const tools = createToolset({

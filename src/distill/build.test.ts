@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { ByteTokenizer, ScriptedModel } from "../model/index.js";
+import { ByteTokenizer } from "../model/index.js";
+import { ScriptedModel } from "../model/testing/index.js";
 import {
   checkFormat,
   checkTrajectory,

@@ -1,5 +1,6 @@
 import { barChartSvg, histogramSvg } from "../plot/index.js";
 import type { Trajectory } from "../protocol/index.js";
+import { mean } from "../util/index.js";
 import { totalTokens } from "./filters.js";
 import type { Drop, StageCount } from "./funnel.js";
 
@@ -28,7 +29,6 @@ function quantile(sorted: readonly number[], q: number): number {
   return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)]!;
 }
 
-const mean = (xs: readonly number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 const fixed = (x: number): string => (Number.isInteger(x) ? String(x) : x.toFixed(1));
 
 /** `a 3, b 1`: drop reasons, most frequent first. */

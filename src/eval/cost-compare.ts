@@ -1,3 +1,4 @@
+import { pct } from "../util/index.js";
 import { type CostSummary, costSummary, type EpisodeCost, reduction } from "./metrics.js";
 import type { Report } from "./report.js";
 
@@ -49,7 +50,6 @@ export function compareCosts(
 }
 
 const num = (x: number) => Math.round(x).toLocaleString("en-US");
-const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
 
 /**
  * The comparison as a report: one row per kind and system, billed and prefix-cached tokens per task,

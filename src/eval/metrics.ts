@@ -1,3 +1,4 @@
+import { mean } from "../util/index.js";
 /**
  * Unbiased pass@k (Chen et al., 2021): the chance that at least one of k samples drawn without
  * replacement from n, of which c are correct, is correct: 1 - C(n-c, k) / C(n, k).
@@ -40,8 +41,6 @@ export interface SuccessMetrics {
   bestOfKBySelfScore: number;
   k: number;
 }
-
-const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 
 /** Each task with its scorer-error samples dropped; tasks left with none are dropped too. */
 const scoredTasks = (results: readonly TaskSamples[]): TaskSamples[] =>

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { ScriptedModel } from "../model/index.js";
+import { ScriptedModel } from "../model/testing/index.js";
 import { PROMPT_END } from "../protocol/index.js";
 import type { Task } from "../tasks/index.js";
 import type { Observation, Tool } from "../tools/index.js";

@@ -2,7 +2,7 @@ import { mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { type ScriptCall, ScriptedModel } from "../model/index.js";
+import { type ScriptCall, ScriptedModel } from "../model/testing/index.js";
 import { judgePrompt, LlmJudge, parseVerdict } from "./judge.js";
 
 const INPUT = { question: "Who wrote Hamlet?", golds: ["William Shakespeare"], prediction: "Shakespeare" };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ScriptedModel } from "../model/index.js";
+import { ScriptedModel } from "../model/testing/index.js";
 import type { Task } from "../tasks/index.js";
 import { SandboxUnavailableError } from "../tools/index.js";
 import type { Sandbox } from "./code-reward.js";

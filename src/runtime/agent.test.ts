@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { ByteTokenizer, type ModelClient, ScriptedModel } from "../model/index.js";
+import { ByteTokenizer, type ModelClient } from "../model/index.js";
+import { ScriptedModel } from "../model/testing/index.js";
 import {
   checkFormat,
   completionIds,

@@ -1,12 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import {
-  ByteTokenizer,
-  type FixtureHandler,
-  FixtureServer,
-  OpenAICompatibleClient,
-  unavailableModel,
-} from "../model/index.js";
+import { ByteTokenizer, OpenAICompatibleClient, unavailableModel } from "../model/index.js";
+import { type FixtureHandler, FixtureServer } from "../model/testing/index.js";
 import { Trajectory } from "../protocol/index.js";
 import type { Tool } from "../tools/index.js";
 import { runAgent } from "./agent.js";

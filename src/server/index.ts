@@ -1,4 +1,3 @@
 export { hostAllowed, hostCheck, hostForm } from "./host-check.js";
 export { findJsonlFiles, type LoadedRecords, loadRecords, type ViewRecord } from "./records.js";
-export { sampleMasTrace, sampleTrajectory } from "./testing.js";
 export { type RunningViewer, startViewer, type ViewerOptions, viewerApp } from "./viewer.js";

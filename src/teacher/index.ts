@@ -12,5 +12,4 @@ export {
   teachReport,
 } from "./summary.js";
 export { runTeach, type TeachOptions, type TeachProgress, type TeachResult } from "./teach.js";
-export { type WorldFixture, worldFixture } from "./testing.js";
 export * from "./trace.js";

@@ -1,3 +1,4 @@
+import { mean, pct } from "../util/index.js";
 import type { Driver } from "./agents.js";
 import type { MasTrace } from "./trace.js";
 
@@ -25,7 +26,6 @@ export interface TeachSummary {
   byKind: Record<string, KindSummary>;
 }
 
-const mean = (xs: readonly number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 const round = (x: number, digits = 3): number => Number(x.toFixed(digits));
 
 export function summarizeTraces(traces: readonly MasTrace[]): TeachSummary {
@@ -57,7 +57,6 @@ export function summarizeTraces(traces: readonly MasTrace[]): TeachSummary {
 }
 
 export function formatSummary(s: TeachSummary): string {
-  const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
   const kinds = Object.entries(s.byKind)
     .map(([k, v]) => `${k} ${pct(v.success)} of ${v.traces}`)
     .join(", ");

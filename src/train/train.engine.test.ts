@@ -2,12 +2,14 @@ import { mkdtemp, readFile, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Engine, type PolicySequence, ScriptedModel } from "../model/index.js";
+import { Engine, type PolicySequence } from "../model/index.js";
+import { ScriptedModel } from "../model/testing/index.js";
 import { completionIds, type Trajectory } from "../protocol/index.js";
 import { formatReward, scoreTask } from "../rewards/index.js";
 import { runAgent } from "../runtime/index.js";
 import type { Task } from "../tasks/index.js";
 import { createToolset } from "../tools/index.js";
+import { mean } from "../util/index.js";
 import {
   agentEpisodes,
   RlConfig,
@@ -107,8 +109,6 @@ function rlDeps(engine: Engine, client: TrainerClient, config: RlConfigInput, ep
     detokenize: (ids: readonly number[]) => engine.detokenize(ids),
   };
 }
-
-const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 /**
  * Every sequence sent for training is an episode's ids; its prompt and tool tokens carry no loss and

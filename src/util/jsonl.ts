@@ -50,6 +50,10 @@ export async function readJsonlTolerant<T>(
   return { records, bad };
 }
 
+/** JSONL text: one JSON object per line, newline-terminated. */
+export const jsonlText = (records: readonly unknown[]): string =>
+  records.map((r) => `${JSON.stringify(r)}\n`).join("");
+
 /** Appends one record as a line; each call is one write, so a kill tears at most the last line. */
 export async function appendJsonl(file: string, record: unknown): Promise<void> {
   await mkdir(path.dirname(file), { recursive: true });

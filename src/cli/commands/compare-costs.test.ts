@@ -5,7 +5,7 @@ import { DistillConfig, runDistill } from "../../distill/index.js";
 import { RoleTable, runImport } from "../../importers/index.js";
 import { ByteTokenizer } from "../../model/index.js";
 import { loadTasks } from "../../tasks/index.js";
-import { worldFixture } from "../../teacher/index.js";
+import { worldFixture } from "../../teacher/testing.js";
 import { CompareCostsFlags, runCompareCosts } from "./compare-costs.js";
 import { TeachFlags, teach } from "./teach.js";
 import { runTeam, TeamFlags } from "./team.js";

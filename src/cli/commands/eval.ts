@@ -8,6 +8,7 @@ import { ProfileName } from "../../protocol/index.js";
 import { DEFAULT_SAMPLING } from "../../runtime/index.js";
 import { loadTasks } from "../../tasks/index.js";
 import { CorpusIndex, createToolset } from "../../tools/index.js";
+import { pct } from "../../util/index.js";
 import { AgentFlags, addDialectOptions, agentPrompt } from "../agent-flags.js";
 import { findCorpus } from "../corpus.js";
 import {
@@ -62,7 +63,6 @@ export const EvalFlags = z.object({
 });
 export type EvalFlags = z.infer<typeof EvalFlags>;
 
-const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
 const rate = (r: CopyRate) => (r.rate === null ? "–" : `${pct(r.rate)} (${r.copied} of ${r.episodes})`);
 
 export function formatEvalSummary(s: EvalSummary): string {

@@ -1,10 +1,10 @@
-import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
 import { Engine, EnginePreset, TOKENIZER_FILE } from "../../model/index.js";
 import { scoreTask } from "../../rewards/index.js";
-import { loadTasks, parseSeeds, WorldSize } from "../../tasks/index.js";
+import { parseSeeds, WorldSize } from "../../tasks/index.js";
 import { createToolset } from "../../tools/index.js";
 import {
   agentEpisodes,
@@ -25,7 +25,7 @@ import {
   SftConfig,
   type SftConfigInput,
 } from "../../train/index.js";
-import { findCorpus } from "../corpus.js";
+import { findCorpus, loadTasksOrSplit } from "../corpus.js";
 import { devProbe } from "../dev-probe.js";
 import { addWebToolOptions, parseFlags, SEARCH_TOP_K_OPTION, SearchTopK, WebToolFlags } from "../flags.js";
 import { itemProgress } from "../progress.js";
@@ -136,9 +136,8 @@ async function engineFor(
 
 /** A world folder's rl split, or the file itself; the corpus next to a world when not given. */
 async function taskSource(tasks: string, corpus: string | undefined) {
-  const isDir = (await stat(tasks).catch(() => null))?.isDirectory() ?? false;
   return {
-    loaded: await loadTasks(tasks, isDir ? { split: "rl" } : {}),
+    loaded: await loadTasksOrSplit(tasks, "rl"),
     corpus: corpus ?? (await findCorpus(tasks)),
   };
 }

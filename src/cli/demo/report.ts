@@ -21,12 +21,11 @@ import {
 import { ByteTokenizer, readTokenizerFile, TOKENIZER_FILE, type Tokenizer } from "../../model/index.js";
 import { completionIds, parseCoa, Trajectory } from "../../protocol/index.js";
 import { MasTrace } from "../../teacher/index.js";
-import { readJsonlTolerant } from "../../util/index.js";
+import { pct, readJsonlTolerant } from "../../util/index.js";
 import type { DemoPreset } from "./presets.js";
 
 const bytes = new ByteTokenizer();
 /** A token cut as prose: "55.4% fewer", or "17.1× more" when the student spent more. */
-const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
 const fewer = (cut: number) => (cut >= 0 ? `${pct(cut)} fewer` : `${(1 - cut).toFixed(1)}× more`);
 const num = (x: number | null) => (x === null ? "–" : Math.round(x).toLocaleString("en-US"));
 

@@ -1,7 +1,8 @@
 import type { Tokenizer } from "../../model/index.js";
 import type { Trajectory } from "../../protocol/index.js";
+import { jsonlText } from "../../util/index.js";
 import { type ChatMessage, chatPrompt, decodeTurns } from "./turns.js";
-import { type Exporter, jsonl } from "./types.js";
+import type { Exporter } from "./types.js";
 
 export type OpenAiMessage = ChatMessage & { weight?: 0 | 1 };
 
@@ -25,7 +26,7 @@ export function openAiRecord(t: Trajectory, tok: Tokenizer): { messages: OpenAiM
 export const exportOpenAi: Exporter = ({ trajectories, tokenizer }) => [
   {
     path: "openai.jsonl",
-    content: jsonl(trajectories.map((t) => openAiRecord(t, tokenizer))),
+    content: jsonlText(trajectories.map((t) => openAiRecord(t, tokenizer))),
     records: trajectories.length,
   },
 ];

@@ -1,7 +1,8 @@
 import type { Tokenizer } from "../../model/index.js";
 import type { Trajectory } from "../../protocol/index.js";
+import { jsonlText } from "../../util/index.js";
 import { type ChatMessage, chatPrompt, decodeTurns, observationOf, splitToolCall } from "./turns.js";
-import { type Exporter, jsonl } from "./types.js";
+import type { Exporter } from "./types.js";
 
 export type TrlMessage = ChatMessage & { name?: string };
 
@@ -26,7 +27,7 @@ export function trlRecord(t: Trajectory, tok: Tokenizer): { messages: TrlMessage
 export const exportTrl: Exporter = ({ trajectories, tokenizer }) => [
   {
     path: "trl.jsonl",
-    content: jsonl(trajectories.map((t) => trlRecord(t, tokenizer))),
+    content: jsonlText(trajectories.map((t) => trlRecord(t, tokenizer))),
     records: trajectories.length,
   },
 ];

@@ -29,7 +29,3 @@ export interface ExportFile {
 
 /** A pure function from records to file contents; the caller writes the files atomically. */
 export type Exporter = (input: ExportInput) => ExportFile[];
-
-/** JSONL text: one JSON object per line, newline-terminated. */
-export const jsonl = (records: readonly unknown[]): string =>
-  records.map((r) => `${JSON.stringify(r)}\n`).join("");

@@ -1,6 +1,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
+import { jsonlText } from "../../util/index.js";
 import type { Task } from "../task.js";
 import { buildWorld, SIZES, type World, WorldSize } from "./build.js";
 import { Rng } from "./prng.js";
@@ -174,13 +175,11 @@ export function generateWorld(
   return { manifest, corpus, splits };
 }
 
-const jsonl = (rows: readonly unknown[]): string => rows.map((r) => `${JSON.stringify(r)}\n`).join("");
-
 /** Writes corpus.jsonl, tasks/{train,rl,dev,test}.jsonl and world.json under `dir`. */
 export async function writeWorld(dir: string, world: GeneratedWorld): Promise<void> {
   await mkdir(path.join(dir, "tasks"), { recursive: true });
-  await writeFile(path.join(dir, "corpus.jsonl"), jsonl(world.corpus));
+  await writeFile(path.join(dir, "corpus.jsonl"), jsonlText(world.corpus));
   for (const split of SPLITS)
-    await writeFile(path.join(dir, "tasks", `${split}.jsonl`), jsonl(world.splits[split]));
+    await writeFile(path.join(dir, "tasks", `${split}.jsonl`), jsonlText(world.splits[split]));
   await writeFile(path.join(dir, "world.json"), `${JSON.stringify(world.manifest, null, 2)}\n`);
 }

@@ -1,3 +1,4 @@
+import { capitalize } from "../../util/index.js";
 import type { Rng } from "./prng.js";
 
 // Invented names are built from these syllables and word lists (our own, chosen to read as names
@@ -196,8 +197,6 @@ const EVENT_KINDS = [
   "Symposium",
   "Assembly",
 ];
-
-const capitalize = (s: string): string => s.charAt(0).toUpperCase() + s.slice(1);
 
 function syllable(rng: Rng, coda = true): string {
   return rng.pick(ONSETS) + rng.pick(VOWELS) + (coda ? rng.pick(CODAS) : "");

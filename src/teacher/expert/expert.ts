@@ -12,10 +12,11 @@ import {
   readFact,
   type Task,
 } from "../../tasks/index.js";
+import { capitalize } from "../../util/index.js";
 import type { AgentCall, AgentReply, Driver, DriverEpisode } from "../agents.js";
 import type { MasMessage } from "../trace.js";
 import { type Hit, isArticle, isOwnArticle, looksLike, pageKind, parseHits } from "./hits.js";
-import { attrList, attrName, capitalize, factClause, TYPE_NOUNS } from "./phrases.js";
+import { attrList, attrName, factClause, TYPE_NOUNS } from "./phrases.js";
 import { arithmeticCode, type ComputeFn, programCode, readNumber, withTypo } from "./python.js";
 
 /**

@@ -85,5 +85,3 @@ export function factClause(type: EntityType, attr: Attr, subject: string, value:
       return `${s}: ${attr} ${value}`;
   }
 }
-
-export const capitalize = (s: string): string => s.charAt(0).toUpperCase() + s.slice(1);

@@ -2,13 +2,8 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import {
-  ByteTokenizer,
-  type FixtureReply,
-  type FixtureRequest,
-  FixtureServer,
-  OpenAICompatibleClient,
-} from "../../model/index.js";
+import { ByteTokenizer, OpenAICompatibleClient } from "../../model/index.js";
+import { type FixtureReply, type FixtureRequest, FixtureServer } from "../../model/testing/index.js";
 import type { Task } from "../../tasks/index.js";
 import { runEpisode } from "../episode.js";
 import { type WorldFixture, worldFixture } from "../testing.js";

@@ -3,6 +3,7 @@ import path from "node:path";
 import { z } from "zod";
 import type { PolicySequence, PolicyStepResult } from "../../model/index.js";
 import type { Task } from "../../tasks/index.js";
+import { mean } from "../../util/index.js";
 import { writeCurvesReport } from "../report.js";
 import { Checkpoints, MetricsLog, readJson, STATE_FILE, writeJsonAtomic } from "../run-folder.js";
 import { lrAt } from "../schedule.js";
@@ -78,8 +79,6 @@ export interface RlSummary {
   checkpoint: string;
   last: RlStepMetrics | null;
 }
-
-const mean = (xs: readonly number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 
 /** Draws the next `count` tasks of a seeded per-epoch order, wrapping into the next epoch. */
 export function drawTasks(
