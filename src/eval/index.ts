@@ -29,4 +29,11 @@ export {
 } from "./metrics.js";
 export { type PairedDifference, pairedDifference, tCritical } from "./paired.js";
 export { type Report, type ReportBlock, type ReportSection, reportHtml, reportMarkdown } from "./report.js";
-export { type EvalOptions, type EvalSummary, evaluate, SampleVerdict } from "./run.js";
+export {
+  EVAL_TRAJECTORIES_FILE,
+  type EvalOptions,
+  type EvalSummary,
+  EvalTrajectory,
+  evaluate,
+  SampleVerdict,
+} from "./run.js";

@@ -32,10 +32,14 @@ export const SampleVerdict = z.object({
 });
 export type SampleVerdict = z.infer<typeof SampleVerdict>;
 
-const EvalTrajectory = Trajectory.extend({
+/** The file an eval run appends its samples to, in its out folder. */
+export const EVAL_TRAJECTORIES_FILE = "trajectories.jsonl";
+
+/** A trajectory as eval writes it: the verdict on the sample in `meta.eval`. */
+export const EvalTrajectory = Trajectory.extend({
   meta: Trajectory.shape.meta.pipe(z.object({ eval: SampleVerdict }).passthrough()),
 });
-type EvalTrajectory = z.infer<typeof EvalTrajectory>;
+export type EvalTrajectory = z.infer<typeof EvalTrajectory>;
 
 export interface EvalOptions {
   model: ModelClient;
@@ -91,7 +95,7 @@ const sampleSeed = (base: number, taskId: string, sample: number): number =>
  * `<outDir>/trajectories.jsonl` as it finishes. Samples already there are not run again.
  */
 export async function evaluate(opts: EvalOptions): Promise<EvalSummary> {
-  const file = path.join(opts.outDir, "trajectories.jsonl");
+  const file = path.join(opts.outDir, EVAL_TRAJECTORIES_FILE);
   await repairJsonlTail(file);
   const previous = await readJsonlTolerant(file, EvalTrajectory);
   const done = new Map(previous.records.map((t) => [sampleKey(t.taskId ?? "", t.meta.eval.sample), t]));

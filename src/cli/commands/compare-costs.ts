@@ -38,16 +38,25 @@ async function readTraces(dir: string): Promise<MasTrace[]> {
 }
 
 /**
- * Runs `coa compare-costs`: the MAS traces of each `--traces` folder (as `coa teach` or `coa import`
- * counted them) and the CoA trajectories of `--data` (recounted in the traces' tokenizer), on the
- * tasks they share, per task kind. Writes costs.md and costs.json to --out.
+ * Bills MAS traces (each `[name=]folder` as `coa teach` or `coa import` counted them) beside CoA
+ * trajectories recounted in the traces' tokenizer, on the tasks they share, per task kind. The
+ * trajectories' tokenizers are looked up in `tokenizerDir` (where distill or eval wrote them).
+ * Writes costs.md and costs.json to `out`.
  */
-export async function runCompareCosts(
-  flags: CompareCostsFlags,
-  command: string,
-): Promise<{ comparison: CostComparison; markdown: string }> {
+export async function compareWithTraces(opts: {
+  traces: readonly string[];
+  trajectories: readonly Trajectory[];
+  /** The CoA side's row label. */
+  name: string;
+  /** Where the traces' tokenizer file is (bytes need none). */
+  tokenizerDir: string;
+  /** The text of a trajectory's ids; default: decoded by the tokenizer files in `tokenizerDir`. */
+  decoderOf?: (t: Trajectory) => ((ids: readonly number[]) => string) | null;
+  out: string;
+  command: string;
+}): Promise<{ comparison: CostComparison; markdown: string }> {
   const mas = await Promise.all(
-    flags.traces.map(labelled).map(async (m) => ({ ...m, traces: await readTraces(m.dir) })),
+    opts.traces.map(labelled).map(async (m) => ({ ...m, traces: await readTraces(m.dir) })),
   );
   const names = new Set(mas.flatMap((m) => m.traces.map((t) => t.tokenizer)));
   if (names.size !== 1)
@@ -55,14 +64,19 @@ export async function runCompareCosts(
       `--traces: the traces must be counted in one tokenizer to be compared, found ${[...names].join(", ") || "no traces"}`,
     );
   const tokenizerName = [...names][0]!;
-  const tokenizers = await findTokenizers([flags.data]);
+  const tokenizers = await findTokenizers([opts.tokenizerDir]);
   const counter = tokenizers.get(tokenizerName);
   if (!counter)
     throw new Error(
-      `--data: the traces were counted in ${tokenizerName}; put its tokenizer file in ${flags.data}`,
+      `the traces were counted in ${tokenizerName}; put its tokenizer file in ${opts.tokenizerDir}`,
     );
   const count = (s: string) => counter.encode(s).length;
-  const trajectories = (await readJsonlTolerant(path.join(flags.data, "native.jsonl"), Trajectory)).records;
+  const decoderOf =
+    opts.decoderOf ??
+    ((t: Trajectory) => {
+      const own = tokenizers.get(t.tokenizer);
+      return own ? (ids: readonly number[]) => own.decode(ids) : null;
+    });
   const kindOf = new Map(mas.flatMap((m) => m.traces.map((t) => [t.taskId, t.taskKind] as const)));
   const systems: CostSystem[] = [
     ...mas.map((m) => ({
@@ -70,23 +84,38 @@ export async function runCompareCosts(
       episodes: m.traces.map((t) => ({ taskId: t.taskId, cost: masTraceCost(t, count) })),
     })),
     {
-      name: "CoA trajectory",
-      episodes: trajectories.flatMap((t) => {
-        const own = tokenizers.get(t.tokenizer);
-        if (!t.taskId || !own) return [];
-        const decode = (ids: readonly number[]) => own.decode(ids);
+      name: opts.name,
+      episodes: opts.trajectories.flatMap((t) => {
+        const decode = decoderOf(t);
+        if (!t.taskId || !decode) return [];
         return [{ taskId: t.taskId, cost: trajectoryCostIn(t, true, decode, count) }];
       }),
     },
   ];
   // Every shared task has a trace in each --traces folder, so its kind is known.
   const comparison = compareCosts(systems, (id) => kindOf.get(id)!);
-  await mkdir(flags.out, { recursive: true });
-  const markdown = reportMarkdown(costComparisonReport(comparison, command, tokenizerName));
-  await writeFile(path.join(flags.out, "costs.md"), markdown);
-  const record = { command, tokenizer: tokenizerName, ...comparison };
-  await writeFile(path.join(flags.out, "costs.json"), `${JSON.stringify(record, null, 2)}\n`);
+  await mkdir(opts.out, { recursive: true });
+  const markdown = reportMarkdown(costComparisonReport(comparison, opts.command, tokenizerName));
+  await writeFile(path.join(opts.out, "costs.md"), markdown);
+  const record = { command: opts.command, tokenizer: tokenizerName, ...comparison };
+  await writeFile(path.join(opts.out, "costs.json"), `${JSON.stringify(record, null, 2)}\n`);
   return { comparison, markdown };
+}
+
+/** Runs `coa compare-costs`: MAS traces beside the distilled trajectories of `--data`. */
+export async function runCompareCosts(
+  flags: CompareCostsFlags,
+  command: string,
+): Promise<{ comparison: CostComparison; markdown: string }> {
+  const trajectories = (await readJsonlTolerant(path.join(flags.data, "native.jsonl"), Trajectory)).records;
+  return compareWithTraces({
+    traces: flags.traces,
+    trajectories,
+    name: "CoA trajectory",
+    tokenizerDir: flags.data,
+    out: flags.out,
+    command,
+  });
 }
 
 export function register(program: Command): void {

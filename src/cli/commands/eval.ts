@@ -2,13 +2,19 @@ import { mkdir, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
-import { type CopyRate, type EvalSummary, evaluate } from "../../eval/index.js";
+import {
+  type CopyRate,
+  EVAL_TRAJECTORIES_FILE,
+  type EvalSummary,
+  EvalTrajectory,
+  evaluate,
+} from "../../eval/index.js";
 import { openModel, saveTokenizerOf, TOKENIZER_FILE } from "../../model/index.js";
 import { ProfileName } from "../../protocol/index.js";
 import { DEFAULT_SAMPLING } from "../../runtime/index.js";
 import { loadTasks } from "../../tasks/index.js";
 import { CorpusIndex, createToolset } from "../../tools/index.js";
-import { pct } from "../../util/index.js";
+import { pct, readJsonlTolerant } from "../../util/index.js";
 import { AgentFlags, addDialectOptions, agentPrompt } from "../agent-flags.js";
 import { findCorpus } from "../corpus.js";
 import {
@@ -29,6 +35,7 @@ import {
 } from "../flags.js";
 import { itemProgress } from "../progress.js";
 import { openWebTools } from "../web-tools.js";
+import { compareWithTraces } from "./compare-costs.js";
 
 const Count = z.coerce.number().int().positive();
 
@@ -60,6 +67,7 @@ export const EvalFlags = z.object({
   searchTopK: SearchTopK,
   dialect: AgentFlags.shape.dialect,
   systemPromptFile: AgentFlags.shape.systemPromptFile,
+  compareTraces: z.array(z.string().min(1)).optional(),
 });
 export type EvalFlags = z.infer<typeof EvalFlags>;
 
@@ -136,6 +144,27 @@ export async function runEval(flags: EvalFlags, log: (line: string) => void): Pr
     const record = { ...summary, tasks: flags.tasks, split: flags.split ?? null, corpus: corpus ?? null };
     await writeFile(path.join(flags.out, "summary.json"), `${JSON.stringify(record, null, 2)}\n`);
     log(formatEvalSummary(summary));
+    if (flags.compareTraces?.length) {
+      // The paper's cost claim on these very episodes: each MAS beside this model, per task kind.
+      const trajectories = (
+        await readJsonlTolerant(path.join(flags.out, EVAL_TRAJECTORIES_FILE), EvalTrajectory)
+      ).records.filter((t) => t.meta.eval.sample === 0);
+      // The model's own detokenizer gives the text of its ids, served or embedded alike.
+      const texts = new Map<string, string>();
+      for (const t of trajectories)
+        for (const ids of [t.promptIds, ...t.segments.map((s) => s.ids)])
+          if (!texts.has(ids.join())) texts.set(ids.join(), ids.length ? await model.detokenize(ids) : "");
+      const { markdown } = await compareWithTraces({
+        traces: flags.compareTraces,
+        trajectories,
+        name: summary.model,
+        tokenizerDir: flags.out,
+        decoderOf: () => (ids) => texts.get(ids.join())!,
+        out: flags.out,
+        command: `coa ${process.argv.slice(2).join(" ")}`,
+      });
+      log(markdown);
+    }
     return summary;
   } finally {
     progress.stop();
@@ -179,6 +208,10 @@ export function register(program: Command): void {
     .option(...RETRIES_OPTION)
     .option(...SEARCH_TOP_K_OPTION)
     .option("--unsafe-no-sandbox", "let the code tool run Python without bubblewrap")
+    .option(
+      "--compare-traces <[name=]dir...>",
+      "bill MAS traces (coa teach, coa import) beside this model on the tasks both ran: costs.md, costs.json",
+    )
     .action(async (raw: Record<string, unknown>) => {
       const flags = parseFlags(EvalFlags, raw);
       // A world folder holds several splits; evaluation means its held-out test split.
