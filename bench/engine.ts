@@ -127,15 +127,19 @@ const fmt = (x: number) => (x >= 100 ? x.toFixed(0) : x.toPrecision(3));
 
 export async function run(): Promise<void> {
   const presets = (process.env.COA_BENCH_ENGINE_PRESETS?.split(",") ?? ENGINE_PRESETS) as EnginePreset[];
+  // Pins the arithmetic (fp32 | bf16) so two runs on a busy machine, whose start-up timing may choose
+  // differently, compare like with like; default: the engine's own choice.
+  const dtype = process.env.COA_BENCH_ENGINE_DTYPE as "fp32" | "bf16" | undefined;
   let peak = 0;
   for (const preset of presets) {
-    const engine = await Engine.start({ preset }, { onLog: () => {} });
+    const engine = await Engine.start({ preset }, { onLog: () => {}, ...(dtype ? { dtype } : {}) });
     try {
       const info = await engine.info();
       if (preset === presets[0]) {
         const startup = Object.entries(info.matmul_gflops).map(([k, v]) => `${k} ${v} GFLOP/s`);
         console.log(
-          `engine: torch ${info.torch}, ${info.dtype} (start-up test: ${startup.join(", ")}), ${info.threads} threads`,
+          `engine: torch ${info.torch}, ${info.dtype}${dtype ? " (pinned by COA_BENCH_ENGINE_DTYPE)" : ""} ` +
+            `(start-up test: ${startup.join(", ") || "skipped"}), ${info.threads} threads`,
         );
       }
       // Measured around each training run, keeping the best, so a busy moment cannot deflate the

@@ -1,7 +1,9 @@
 """A small Llama-style decoder: RMSNorm, rotary positions, SwiGLU, tied input/output embeddings.
 
-One forward serves training (full causal attention), prefill (the same, writing a KV cache) and
-decoding (one new token per row, each row at its own length in the cache).
+One forward serves training (full causal attention) and prefill (the same, writing a KV cache);
+`extend` prefills only the new end of a prompt whose start is already cached (a prefix-cache hit), and
+`decode` takes one new token per row, each row at its own length in the cache, with the same
+arithmetic laid out for single rows (`DecodeWeights`).
 """
 
 from __future__ import annotations
@@ -124,20 +126,18 @@ class Attention(nn.Module):
         self.qkv = nn.Linear(config.dim, 3 * config.dim, bias=False)
         self.out = nn.Linear(config.dim, config.dim, bias=False)
 
-    def forward(self, x, cos, sin, bias, layer: int, cache: KVCache | None, decoding: bool):
+    def forward(self, x, cos, sin, bias, layer: int, cache: KVCache | None, start: int = 0):
         """`bias` is added to the attention scores: 0 where a query may look, -inf where not; its
-        shape broadcasts to [rows * heads, queries, keys]."""
+        shape broadcasts to [rows * heads, queries, keys]. With a cache and `start` > 0, the `t` new
+        positions start at `start` and also attend to the `start` cached ones (a prefix-cache hit)."""
         b, t, _ = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         q, k = rotate(q, cos, sin), rotate(k, cos, sin)
-        if cache is not None and decoding:
-            # Each row writes its one new position at its own length, then reads its whole prefix.
-            rows = torch.arange(b, device=x.device)
-            cache.keys[layer][rows, :, cache.lens] = k[:, :, 0].to(cache.keys[layer].dtype)
-            cache.values[layer][rows, :, cache.lens] = v[:, :, 0].to(cache.values[layer].dtype)
-            span = int(cache.lens.max()) + 1
-            k = cache.keys[layer][:, :, :span].to(q.dtype)
-            v = cache.values[layer][:, :, :span].to(q.dtype)
+        if cache is not None and start:
+            cache.keys[layer][:, :, start : start + t] = k
+            cache.values[layer][:, :, start : start + t] = v
+            k = cache.keys[layer][:, :, : start + t].to(q.dtype)
+            v = cache.values[layer][:, :, : start + t].to(q.dtype)
         elif cache is not None:
             cache.keys[layer][:, :, :t] = k
             cache.values[layer][:, :, :t] = v
@@ -177,8 +177,8 @@ class Block(nn.Module):
         self.ffn_norm = RMSNorm(config.dim, config.norm_eps)
         self.ffn = FeedForward(config)
 
-    def forward(self, x, cos, sin, bias, layer=0, cache=None, decoding=False):
-        x = x + self.attn(self.attn_norm(x), cos, sin, bias, layer, cache, decoding)
+    def forward(self, x, cos, sin, bias, layer=0, cache=None, start=0):
+        x = x + self.attn(self.attn_norm(x), cos, sin, bias, layer, cache, start)
         return x + self.ffn(self.ffn_norm(x))
 
 
@@ -235,20 +235,117 @@ class Transformer(nn.Module):
             )
         return self.logits(x)
 
-    def decode(self, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
-        """Logits [B, V] for one new token per row (ids: [B]), each at position `cache.lens[b]`."""
-        pos = cache.lens
-        if int(pos.max()) >= cache.capacity:
-            raise ValueError("KV cache is full")
-        cos, sin = self.rope_cos[pos][:, None, None], self.rope_sin[pos][:, None, None]
-        b, h, span = ids.shape[0], self.config.n_heads, int(pos.max()) + 1
-        future = torch.arange(span, device=ids.device)[None, None, :] > pos[:, None, None]
-        bias = torch.zeros(b, 1, span, device=ids.device).masked_fill(future, float("-inf")).repeat_interleave(h, dim=0)
-        x = self.embed(ids[:, None])
+    def extend(self, ids: torch.Tensor, cache: KVCache, start: int) -> torch.Tensor:
+        """Logits [B, T, V] for `ids` [B, T] at positions start..start+T-1, attending to the `start`
+        positions already in `cache` (a prefix-cache hit): the prefill of only a prompt's new tokens."""
+        t = ids.shape[1]
+        if start + t > cache.capacity:
+            raise ValueError("KV cache is too small for the extended prompt")
+        cos, sin = self.rope_cos[start : start + t][None, None], self.rope_sin[start : start + t][None, None]
+        bias = torch.full((t, start + t), float("-inf"), device=ids.device).triu(start + 1)
+        x = self.embed(ids)
         for i, block in enumerate(self.blocks):
-            x = block(x, cos, sin, bias, i, cache, decoding=True)
+            x = block(x, cos, sin, bias, i, cache, start=start)
+        cache.lens = torch.full((ids.shape[0],), start + t, dtype=torch.long, device=ids.device)
+        return self.logits(x)
+
+    def decode(self, ids: torch.Tensor, cache: KVCache, weights: DecodeWeights | None = None) -> torch.Tensor:
+        """Logits [B, V] for one new token per row (ids: [B]), each at position `cache.lens[b]`.
+        `weights`: `decode_weights()` taken since the last change of the weights (default: checked now).
+
+        The same arithmetic as `forward` (casts, rotation, masked softmax), arranged for one token per
+        row: 2-D activations, every projection a plain matmul against a transposed, contiguous copy of
+        its weight, already cast to the autocast dtype (`DecodeWeights`), and the per-step index and
+        mask tensors built once for all layers rather than per layer.
+        """
+        pos = cache.lens
+        b, h, hd = ids.shape[0], self.config.n_heads, self.config.head_dim
+        span = int(pos.max()) + 1
+        if span > cache.capacity:
+            raise ValueError("KV cache is full")
+        w = weights or self.decode_weights()
+        cos, sin = self.rope_cos[pos][:, None, None], self.rope_sin[pos][:, None, None]  # [B, 1, 1, D/2]
+        rows = torch.arange(b, device=ids.device)
+        # All rows at one position (batch 1, n samples of one prompt): plain slices instead of
+        # scattered writes.
+        uniform = span - 1 if b == 1 or bool((pos == pos[0]).all()) else None
+        # Keys attended: the first `span` positions, a slice of the cache. In bf16 the attention
+        # matmuls copy a slice to contiguous memory first (the whole span, per layer and step), so
+        # while the cache is at most twice the span they read the whole cache instead, masking the
+        # positions not yet written (exactly zero weight after the softmax).
+        width = cache.capacity if w.dtype != torch.float32 and cache.capacity <= 2 * span else span
+        if uniform is not None and width == span:
+            bias = torch.zeros((), device=ids.device)  # every row sees its whole prefix
+        else:
+            future = torch.arange(width, device=ids.device)[None, None, :] > pos[:, None, None]
+            bias = torch.zeros(b, 1, width, device=ids.device).masked_fill(future, float("-inf"))
+            bias = bias.repeat_interleave(h, dim=0)
+        scale = 1.0 / math.sqrt(hd)
+        x = self.embed(ids)
+        for i, block in enumerate(self.blocks):
+            lw = w.layers[i]
+            qkv = (block.attn_norm(x) @ lw[0]).view(b, 3, h, hd)
+            q, k = rotate(qkv[:, :2], cos, sin).unbind(1)  # queries and keys in one rotation
+            v = qkv[:, 2]
+            keys, values = cache.keys[i], cache.values[i]
+            if uniform is not None:
+                keys[:, :, uniform] = k
+                values[:, :, uniform] = v
+            else:
+                keys[rows, :, pos] = k.to(keys.dtype)
+                values[rows, :, pos] = v.to(values.dtype)
+            k, v = keys[:, :, :width], values[:, :, :width]
+            if w.dtype == torch.float32:
+                k, v = k.to(q.dtype), v.to(q.dtype)
+            # else autocast casts them for the matmuls, a no-op for a cache already in its dtype.
+            k, v = k.reshape(b * h, width, hd), v.reshape(b * h, width, hd)
+            scores = torch.baddbmm(bias, q.reshape(b * h, 1, hd), k.transpose(1, 2), alpha=scale)
+            y = torch.softmax(scores.float(), dim=-1).type_as(q) @ v
+            x = x + y.reshape(b, h * hd) @ lw[1]
+            gate, up = (block.ffn_norm(x) @ lw[2]).chunk(2, dim=-1)
+            x = x + (F.silu(gate) * up) @ lw[3]
         cache.lens = pos + 1
-        return self.logits(x)[:, 0]
+        return self.norm(x) @ w.embed_t
+
+    def decode_weights(self) -> DecodeWeights:
+        """The decode layout of the current weights, for the autocast dtype in effect. Rebuilt when a
+        parameter changes (an optimizer step or a load bumps its version) or the dtype does."""
+        dtype = torch.float32
+        device = self.embed.weight.device
+        if device.type == "cpu" and torch.is_autocast_cpu_enabled():
+            dtype = torch.get_autocast_cpu_dtype()
+        elif device.type == "cuda" and torch.is_autocast_enabled():
+            dtype = torch.get_autocast_gpu_dtype()
+        key = (dtype, device, tuple((p._version, p.data_ptr()) for p in self.parameters()))
+        cached = getattr(self, "_decode_weights", None)
+        if cached is None or cached.key != key:
+            cached = DecodeWeights(self, dtype, key)
+            # Not a submodule or buffer: never saved, never trained, never moved by .to().
+            object.__setattr__(self, "_decode_weights", cached)
+        return cached
 
     def logits(self, x: torch.Tensor) -> torch.Tensor:
         return F.linear(self.norm(x), self.embed.weight)
+
+
+class DecodeWeights:
+    """Each projection as a contiguous [in, out] matrix in the matmul dtype. On this project's CPUs
+    (torch 1.13 with OpenBLAS) `F.linear` on one row is up to 100x slower for some shapes (tiny's
+    256 -> 1536 gate_up: ~300 us against ~15 us for the same product with the transposed copy), and
+    under bf16 autocast every `F.linear` call re-casts its whole fp32 weight. A copy of the weights
+    (fp32: 4 bytes per parameter; bf16: 2) buys both back for decoding. Training and prefill keep
+    `F.linear` on the parameters themselves.
+    """
+
+    def __init__(self, model: Transformer, dtype: torch.dtype, key):
+        self.key, self.dtype = key, dtype
+        with torch.no_grad():
+
+            def t(weight: torch.Tensor) -> torch.Tensor:
+                return weight.detach().t().to(dtype).contiguous()
+
+            self.layers = [
+                (t(b.attn.qkv.weight), t(b.attn.out.weight), t(b.ffn.gate_up.weight), t(b.ffn.down.weight))
+                for b in model.blocks
+            ]
+            self.embed_t = t(model.embed.weight)

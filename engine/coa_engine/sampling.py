@@ -11,6 +11,11 @@ log_softmax(logits / T), before top-p truncation. That is the quantity the train
 (/train/policy with the same temperature), so with top_p = 1 it is exactly the sampling
 distribution. With top_p < 1 the sampled token's probability under the truncated distribution is
 higher than reported. With temperature 0 (greedy) it is log_softmax(logits).
+
+Prefix cache: when a row finishes, the keys and values of its prompt and completion are kept (LRU,
+bounded in bytes). A later prompt that starts with the same ids (the next turn of an agent episode:
+the previous prompt, the completion, then a new observation) copies the longest shared prefix and
+prefills only the rest. Entries are dropped whenever the weights change.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import atexit
 import random
 import threading
 import time
+from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -78,6 +84,9 @@ def sample(logits: torch.Tensor, temperature: torch.Tensor, top_p: torch.Tensor,
     full log-distribution their logprobs are reported under (see the module note).
     """
     greedy = temperature == 0
+    if bool(greedy.all()):
+        # Argmax only: no sort, no CDF (the same tokens the general path picks for greedy rows).
+        return logits.argmax(-1), F.log_softmax(logits.float(), dim=-1)
     scale = torch.where(greedy, torch.ones_like(temperature), temperature)
     logp = F.log_softmax(logits.float() / scale[:, None], dim=-1)
     probs, order = logp.exp().sort(dim=-1, descending=True)
@@ -149,6 +158,11 @@ class CachedDecoder:
     def __init__(self, model: Transformer, dtype: str):
         self.model, self.dtype = model, dtype
         self.max_seq_len = model.config.max_seq_len
+        # Under bf16 autocast the attention matmuls cast keys and values to bf16 anyway, so a bf16
+        # cache holds exactly the numbers they use, at half the memory and without a cast of the
+        # whole cache per layer and step.
+        self.cache_dtype = torch.bfloat16 if dtype == "bf16" else torch.float32
+        self._weights = None
 
     def prefill(self, prompts: list[list[int]], capacity: int) -> tuple[KVCache, torch.Tensor]:
         lengths = torch.tensor([len(p) for p in prompts])
@@ -157,14 +171,142 @@ class CachedDecoder:
             ids[i, : len(p)] = torch.tensor(p)
         device = self.model.rope_cos.device
         ids, lengths = ids.to(device), lengths.to(device)
-        cache = KVCache.empty(self.model.config, len(prompts), capacity, torch.float32, device)
+        cache = KVCache.empty(self.model.config, len(prompts), capacity, self.cache_dtype, device)
         with autocast(self.dtype, device.type):
             logits = self.model(ids, cache, lengths)
+            # Checked once per admission, not per step: weights change only between generation
+            # sessions (training and loads wait for the gate).
+            self._weights = self.model.decode_weights()
         return cache, logits[torch.arange(len(prompts), device=device), lengths - 1].float()
 
     def decode(self, cache: KVCache, ids: torch.Tensor) -> torch.Tensor:
         with autocast(self.dtype, ids.device.type):
-            return self.model.decode(ids, cache).float()
+            return self.model.decode(ids, cache, self._weights).float()
+
+    # The prefix cache works with this decoder (the Hugging Face one has no `extend`).
+    prefix_cache = True
+
+    def weights_key(self) -> tuple:
+        """Changes whenever the weights do: an optimizer step or a load bumps a parameter's version."""
+        return (id(self.model), self.dtype, tuple((p._version, p.data_ptr()) for p in self.model.parameters()))
+
+    def extend(
+        self, prompt: list[int], keys: list[torch.Tensor], values: list[torch.Tensor], start: int, capacity: int
+    ) -> tuple[KVCache, torch.Tensor]:
+        """One row whose first `start` positions' keys and values ([heads, >= start, head_dim] per layer)
+        are known: copies them and prefills only `prompt[start:]`. Returns the cache and last logits [1, V]."""
+        device = self.model.rope_cos.device
+        cache = KVCache.empty(self.model.config, 1, capacity, self.cache_dtype, device)
+        for layer, (k, v) in enumerate(zip(keys, values)):
+            cache.keys[layer][0, :, :start] = k[:, :start]
+            cache.values[layer][0, :, :start] = v[:, :start]
+        ids = torch.tensor([prompt[start:]], dtype=torch.long, device=device)
+        with autocast(self.dtype, device.type):
+            logits = self.model.extend(ids, cache, start)
+            self._weights = self.model.decode_weights()
+        return cache, logits[:, -1].float()
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    """Length of the longest common prefix, by bisection over slice comparisons (C speed)."""
+    n = min(len(a), len(b))
+    if not n or a[0] != b[0]:
+        return 0
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 1, n  # a[:lo] == b[:lo] and a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+@dataclass(eq=False)
+class _Entry:
+    ids: list[int]
+    keys: list[torch.Tensor]  # per layer [heads, len(ids), head_dim]
+    values: list[torch.Tensor]
+    nbytes: int
+
+
+class PrefixCache:
+    """Keys and values of finished rows (prompt + completion), least recently used first out, at most
+    `max_bytes` in all. `lookup` finds the entry sharing the longest prefix with a prompt; reuse needs
+    at least `min_tokens` shared ids and leaves the prompt's last id to prefill (its logits start the
+    sampling). Not thread-safe: only the sampler's thread touches it."""
+
+    def __init__(self, max_bytes: int, min_tokens: int = 16):
+        self.max_bytes, self.min_tokens = max_bytes, min_tokens
+        self._entries: OrderedDict[int, _Entry] = OrderedDict()
+        self._next = 0
+        self.weights_key = None
+        # Running totals, so that `stats` (read by /info on another thread) never iterates the entries.
+        self.bytes = self.tokens = 0
+        self.hits = self.misses = self.saved_tokens = self.prefill_tokens = self.evictions = self.stored = 0
+        self.invalidations = 0
+
+    def check_weights(self, key) -> None:
+        if key != self.weights_key:
+            if self._entries:
+                self.invalidations += 1
+            self._entries.clear()
+            self.bytes, self.tokens, self.weights_key = 0, 0, key
+
+    def lookup(self, prompt: list[int]) -> tuple[_Entry | None, int]:
+        best, best_len = None, 0
+        for key, entry in self._entries.items():
+            n = common_prefix(entry.ids, prompt)
+            if n > best_len:
+                best, best_len = key, n
+        reuse = min(best_len, len(prompt) - 1)
+        if best is None or reuse < self.min_tokens:
+            self.misses += 1
+            self.prefill_tokens += len(prompt)
+            return None, 0
+        self._entries.move_to_end(best)
+        self.hits += 1
+        self.saved_tokens += reuse
+        self.prefill_tokens += len(prompt) - reuse
+        return self._entries[best], reuse
+
+    def store(self, ids: list[int], keys: list[torch.Tensor], values: list[torch.Tensor]) -> None:
+        nbytes = sum(t.numel() * t.element_size() for t in (*keys, *values))
+        if nbytes > self.max_bytes or len(ids) < self.min_tokens:
+            return
+        # An entry the new one extends (the turn it was prefilled from) is now redundant.
+        for key in [k for k, e in self._entries.items() if len(e.ids) <= len(ids) and ids[: len(e.ids)] == e.ids]:
+            self._drop(self._entries.pop(key))
+        self._entries[self._next] = _Entry(ids, keys, values, nbytes)
+        self._next += 1
+        self.bytes += nbytes
+        self.tokens += len(ids)
+        self.stored += 1
+        while self.bytes > self.max_bytes:
+            self._drop(self._entries.popitem(last=False)[1])
+            self.evictions += 1
+
+    def _drop(self, entry: _Entry) -> None:
+        self.bytes -= entry.nbytes
+        self.tokens -= len(entry.ids)
+
+    def stats(self) -> dict:
+        return {
+            "enabled": self.max_bytes > 0,
+            "hits": self.hits,
+            "misses": self.misses,
+            "saved_prefill_tokens": self.saved_tokens,
+            "prefill_tokens": self.prefill_tokens,
+            "entries": len(self._entries),
+            "tokens": self.tokens,
+            "bytes": self.bytes,
+            "max_bytes": self.max_bytes,
+            "stored": self.stored,
+            "evictions": self.evictions,
+            "invalidations": self.invalidations,
+        }
 
 
 @dataclass
@@ -178,13 +320,24 @@ class _Job:
 
 
 class Sampler:
-    def __init__(self, decoder, tokenizer, gate: ModelGate, max_rows: int = 64, prefill_tokens: int = 8192):
+    def __init__(
+        self,
+        decoder,
+        tokenizer,
+        gate: ModelGate,
+        max_rows: int = 64,
+        prefill_tokens: int = 8192,
+        prefix_cache_bytes: int = 0,
+        prefix_min_tokens: int = 16,
+    ):
         self.decoder, self.tokenizer, self.gate = decoder, tokenizer, gate
         self.max_rows, self.prefill_tokens = max_rows, prefill_tokens
+        self.prefix_cache = PrefixCache(prefix_cache_bytes, prefix_min_tokens)
         self._pending: list[_Job] = []
         self._cv = threading.Condition()
         self.generated_tokens = 0
         self.busy_seconds = 0.0
+        self.compactions = 0  # times finished rows were dropped from the running batch
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="sampler", daemon=True)
         self._thread.start()
@@ -239,39 +392,69 @@ class Sampler:
                         job.done.set()
 
     def _session(self, jobs: list[_Job]):
-        """Runs until no row is left, admitting queued requests between steps."""
-        rows: list[Row] = []
+        """Runs until no row is left, admitting queued requests between steps.
+
+        A row that finishes stays in the batch, decoding a pad from position 0 with its output ignored,
+        until half the rows have finished or new rows join: dropping rows copies every live row's whole
+        cache, which at long contexts costs more than many steps of a finished row (a 32-row `tiny`
+        batch at 1,000 positions is ~330 MB of keys and values, copied once per finishing row before).
+        """
+        rows: list[Row] = []  # aligned with the cache's rows, finished ones included
         cache: KVCache | None = None
         logits = torch.empty(0)
         while True:
-            admitted = self._admit(len(rows))
+            live = [i for i, r in enumerate(rows) if r.finish_reason is None]
+            admitted = self._admit(len(live))
             jobs.extend(admitted)
             if admitted:
                 started = time.perf_counter()
                 new_rows, new_cache, new_logits = self._prefill(admitted)
+                if len(live) < len(rows):  # the merge copies the cache anyway: drop finished rows first
+                    rows, cache, logits = self._compact(rows, cache, logits, live)
                 rows += new_rows
                 cache = new_cache if cache is None else cache.merge(new_cache)
                 logits = torch.cat((logits, new_logits)) if logits.numel() else new_logits
+                live = [i for i, r in enumerate(rows) if r.finish_reason is None]
                 self.busy_seconds += time.perf_counter() - started
-            if not rows:
+            if not live:
                 return
             started = time.perf_counter()
-            tokens = self._sample_step(rows, logits)
-            live = [i for i, r in enumerate(rows) if r.finish_reason is None]
-            for r in rows:
-                if r.finish_reason is not None:
-                    r.job.left -= 1
-                    if r.job.left == 0:
-                        r.job.done.set()
-            if len(live) < len(rows):
-                index = torch.tensor(live, dtype=torch.long, device=tokens.device)
-                rows = [rows[i] for i in live]
-                cache, tokens = cache.select(index), tokens.index_select(0, index)
-            if rows:
-                logits = self.decoder.decode(cache, tokens)
+            if len(live) == len(rows):
+                tokens = self._sample_step(rows, logits)
             else:
-                cache, logits = None, torch.empty(0)
+                index = torch.tensor(live, dtype=torch.long, device=logits.device)
+                sampled = self._sample_step([rows[i] for i in live], logits.index_select(0, index))
+                tokens = torch.full((len(rows),), PAD_ID, dtype=torch.long, device=logits.device)
+                tokens[index] = sampled
+            finished = [i for i in live if rows[i].finish_reason is not None]
+            if finished:
+                if self._caching():
+                    self._store_finished(rows, cache, finished)
+                for i in finished:
+                    job = rows[i].job
+                    job.left -= 1
+                    if job.left == 0:
+                        job.done.set()
+                still = [i for i in live if rows[i].finish_reason is None]
+                if not still:
+                    rows, cache, logits = [], None, torch.empty(0)
+                    self.busy_seconds += time.perf_counter() - started
+                    continue
+                if isinstance(cache, KVCache) and 2 * len(still) > len(rows):
+                    # Keep them: restarting at position 0, they never outgrow the cache.
+                    gone = torch.tensor(finished, dtype=torch.long, device=tokens.device)
+                    cache.lens[gone] = 0
+                    tokens[gone] = PAD_ID
+                else:
+                    rows, cache, tokens = self._compact(rows, cache, tokens, still)
+            logits = self.decoder.decode(cache, tokens)
             self.busy_seconds += time.perf_counter() - started
+
+    def _compact(self, rows: list[Row], cache, per_row: torch.Tensor, keep: list[int]):
+        """Only the rows `keep` (indices), of the row list, the cache and a per-row tensor."""
+        index = torch.tensor(keep, dtype=torch.long, device=per_row.device)
+        self.compactions += 1
+        return [rows[i] for i in keep], cache.select(index), per_row.index_select(0, index)
 
     def _admit(self, active: int) -> list[_Job]:
         if self.gate.exclusive_waiting():
@@ -286,14 +469,47 @@ class Sampler:
                 active += size
         return taken
 
+    def _caching(self) -> bool:
+        return self.prefix_cache.max_bytes > 0 and getattr(self.decoder, "prefix_cache", False)
+
+    def _store_finished(self, rows: list[Row], cache: KVCache, finished: list[int]) -> None:
+        """Keeps the keys and values of the rows that just finished: their prompt and every sampled
+        id but the last (which was never fed back)."""
+        lens = cache.lens.tolist()
+        for i in finished:
+            r = rows[i]
+            n = lens[i]
+            ids = r.prompt + r.ids[:-1]
+            assert len(ids) == n, (len(ids), n)
+            self.prefix_cache.store(
+                ids, [k[i, :, :n].clone() for k in cache.keys], [v[i, :, :n].clone() for v in cache.values]
+            )
+
     def _prefill(self, jobs: list[_Job]):
-        """Runs each distinct prompt once, in length-sorted chunks, then copies its cache n times."""
+        """Runs each distinct prompt once, in length-sorted chunks, then copies its cache n times. A
+        prompt sharing a long enough prefix with a cached row prefills only the ids after it."""
         prompts, rows = [], []
         for job in jobs:
             for i, prompt in enumerate(job.prompts):
                 prompts.append((prompt, job.rows[i * job.n : (i + 1) * job.n]))
-        prompts.sort(key=lambda p: len(p[0]))
         cache, logits = None, []
+        if self._caching():
+            self.prefix_cache.check_weights(self.decoder.weights_key())
+            cold = []
+            for prompt, prompt_rows in prompts:
+                entry, start = self.prefix_cache.lookup(prompt)
+                if entry is None:
+                    cold.append((prompt, prompt_rows))
+                    continue
+                capacity = len(prompt) + max(r.max_new for r in prompt_rows)
+                part, last = self.decoder.extend(prompt, entry.keys, entry.values, start, capacity)
+                index = torch.zeros(len(prompt_rows), dtype=torch.long, device=last.device)
+                part, last = part.select(index), last.index_select(0, index)
+                cache = part if cache is None else cache.merge(part)
+                logits.append(last)
+                rows += prompt_rows
+            prompts = cold
+        prompts.sort(key=lambda p: len(p[0]))
         start = 0
         while start < len(prompts):
             end = start + 1

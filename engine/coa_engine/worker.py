@@ -31,6 +31,12 @@ def counters(sampler: Sampler, trainer: Trainer) -> dict:
     }
 
 
+# Keys and values of finished rows kept for later prompts that extend them (`PrefixCache`); per token
+# 2 x layers x dim fp32 numbers: micro 2 KiB, tiny 10 KiB, small 32 KiB. $COA_PREFIX_CACHE_MB overrides;
+# 0 turns the cache off.
+DEFAULT_PREFIX_CACHE_MB = 256
+
+
 class Worker:
     backend = "coa"
 
@@ -46,6 +52,7 @@ class Worker:
         seed: int = 0,
         max_seq_len: int | None = None,
         max_rows: int = 64,
+        prefix_cache_mb: float | None = None,
     ):
         self.device = choose_device(device)
         self.dtype, self.dtype_gflops = choose_dtype(dtype, self.device)
@@ -61,7 +68,15 @@ class Worker:
             config = preset_config(self.preset, self.tokenizer.vocab_size, max_seq_len)
             self._install(Transformer(config).to(self.device))
             self.checkpoint_dir = None
-        self.sampler = Sampler(CachedDecoder(self.model, self.dtype), self.tokenizer, self.gate, max_rows=max_rows)
+        if prefix_cache_mb is None:
+            prefix_cache_mb = float(os.environ.get("COA_PREFIX_CACHE_MB", DEFAULT_PREFIX_CACHE_MB))
+        self.sampler = Sampler(
+            CachedDecoder(self.model, self.dtype),
+            self.tokenizer,
+            self.gate,
+            max_rows=max_rows,
+            prefix_cache_bytes=int(prefix_cache_mb * 2**20),
+        )
 
     @staticmethod
     def _fresh_tokenizer(tags: list[str], file: str | None) -> ByteTokenizer:
@@ -115,6 +130,7 @@ class Worker:
             "has_reference": t.reference is not None,
             "uptime_s": round(time.time() - self.started, 1),
             "counters": counters(self.sampler, t),
+            "prefix_cache": self.sampler.prefix_cache.stats(),
         }
 
     def save(self, folder: str) -> dict:

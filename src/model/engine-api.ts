@@ -122,5 +122,16 @@ export const EngineInfo = z.object({
     trained_tokens: z.number().int(),
     train_seconds: z.number(),
   }),
+  /** KV reuse across the turns of an episode (docs/engine.md); absent from engines before it. */
+  prefix_cache: z
+    .object({
+      enabled: z.boolean(),
+      hits: z.number().int(),
+      misses: z.number().int(),
+      saved_prefill_tokens: z.number().int(),
+      prefill_tokens: z.number().int(),
+    })
+    .passthrough()
+    .optional(),
 });
 export type EngineInfo = z.infer<typeof EngineInfo>;

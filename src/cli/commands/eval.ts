@@ -9,7 +9,7 @@ import {
   EvalTrajectory,
   evaluate,
 } from "../../eval/index.js";
-import { openModel, saveTokenizerOf, TOKENIZER_FILE } from "../../model/index.js";
+import { Engine, openModel, saveTokenizerOf, TOKENIZER_FILE } from "../../model/index.js";
 import { ProfileName } from "../../protocol/index.js";
 import { DEFAULT_SAMPLING } from "../../runtime/index.js";
 import { loadTasks } from "../../tasks/index.js";
@@ -141,9 +141,28 @@ export async function runEval(flags: EvalFlags, log: (line: string) => void): Pr
       onProgress: (p) => progress.update(p.done, p.total, `${p.correct} correct`),
     });
     progress.stop();
-    const record = { ...summary, tasks: flags.tasks, split: flags.split ?? null, corpus: corpus ?? null };
+    // The embedded engine's KV reuse across turns: prompt tokens it did not have to compute again.
+    const cache = model instanceof Engine ? (await model.info()).prefix_cache : undefined;
+    const prefixCache = cache
+      ? {
+          hits: cache.hits,
+          savedPrefillTokens: cache.saved_prefill_tokens,
+          prefillTokens: cache.prefill_tokens,
+        }
+      : null;
+    const record = {
+      ...summary,
+      tasks: flags.tasks,
+      split: flags.split ?? null,
+      corpus: corpus ?? null,
+      prefixCache,
+    };
     await writeFile(path.join(flags.out, "summary.json"), `${JSON.stringify(record, null, 2)}\n`);
     log(formatEvalSummary(summary));
+    if (prefixCache)
+      log(
+        `prefix cache: ${prefixCache.hits} hits · ${prefixCache.savedPrefillTokens} prompt tokens reused, ${prefixCache.prefillTokens} computed`,
+      );
     if (flags.compareTraces?.length) {
       // The paper's cost claim on these very episodes: each MAS beside this model, per task kind.
       const trajectories = (
