@@ -26,7 +26,13 @@ const IGNORED = new Set(["guardrail", "mcp_tools", "transcription", "speech", "s
 type Data = Record<string, unknown>;
 
 function outputParts(output: unknown): { text: string; calls: string[] } {
-  const items = Array.isArray(output) ? (output as Data[]) : [];
+  // Responses-API output is a list of items; the SDK's chat-completions model records the whole
+  // `chat.completion` object instead, whose choices hold the assistant messages.
+  const items = (Array.isArray(output) ? (output as Data[]) : []).flatMap((o) =>
+    o.object === "chat.completion" && Array.isArray(o.choices)
+      ? (o.choices as Data[]).flatMap((c) => (c.message ? [c.message as Data] : []))
+      : [o],
+  );
   const texts: string[] = [];
   const calls: string[] = [];
   for (const item of items) {
