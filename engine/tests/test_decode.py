@@ -1,0 +1,356 @@
+"""The decoding fast path (`Transformer.decode` with `DecodeWeights`) and the prefix cache, held
+against a plain full-recompute forward pass and against cold requests."""
+
+import json
+import threading
+import unittest
+import urllib.request
+
+import torch
+import torch.nn.functional as F
+
+from coa_engine.model import KVCache
+from coa_engine.precision import autocast
+from coa_engine.sampling import CachedDecoder, ModelGate, PrefixCache, Sampler, SamplingParams, common_prefix
+from coa_engine.server import EngineServer
+from coa_engine.train import Sequence, Trainer
+from coa_engine.worker import Worker
+
+from .helpers import TOKENIZER, micro_model
+
+PROMPTS = [[1, 60, 61, 62, 63, 64, 65], [1, 70], [1, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91]]
+
+
+def sampler_for(model, prefix_cache_bytes=0, min_tokens=16):
+    return Sampler(
+        CachedDecoder(model, "fp32"), TOKENIZER, ModelGate(),
+        prefix_cache_bytes=prefix_cache_bytes, prefix_min_tokens=min_tokens,
+    )
+
+
+def full_forward_greedy(model, prompt, steps):
+    """Greedy decoding by recomputing the whole sequence every step: ids and their logprobs."""
+    ids, logprobs = list(prompt), []
+    with torch.no_grad():
+        for _ in range(steps):
+            logp = F.log_softmax(model(torch.tensor([ids]))[0, -1].float(), dim=-1)
+            t = int(logp.argmax())
+            ids.append(t)
+            logprobs.append(float(logp[t]))
+    return ids[len(prompt):], logprobs
+
+
+class GreedyMatchesFullForwardTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.model = micro_model(seed=3)
+        cls.sampler = sampler_for(cls.model)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.sampler.close()
+
+    def check(self, rows):
+        for r in rows:
+            ids, logprobs = full_forward_greedy(self.model, r.prompt, len(r.ids))
+            self.assertEqual(r.ids, ids, f"prompt {r.prompt}")
+            for x, y in zip(r.logprobs, logprobs):
+                self.assertAlmostEqual(x, y, delta=1e-4)
+
+    def test_rows_at_different_positions(self):
+        # Three prompts of different lengths in one batch: scattered cache writes and a masked softmax.
+        params = SamplingParams(max_tokens=24, temperature=0.0, ignore_eos=True)
+        self.check(self.sampler.generate(PROMPTS, params))
+
+    def test_one_row_and_n_rows_of_one_prompt(self):
+        # All rows at the same position: sliced cache writes, no mask.
+        params = SamplingParams(max_tokens=24, temperature=0.0, ignore_eos=True)
+        self.check(self.sampler.generate(PROMPTS[:1], params))
+        rows = self.sampler.generate(PROMPTS[2:], params, n=3)
+        self.assertEqual(rows[0].ids, rows[2].ids)
+        self.check(rows)
+
+    def test_decode_weights_follow_a_training_step(self):
+        model = micro_model(seed=4)
+        sampler = sampler_for(model)
+        try:
+            params = SamplingParams(max_tokens=12, temperature=0.0, ignore_eos=True)
+            before = sampler.generate(PROMPTS[:1], params)[0].ids
+            trainer = Trainer(model, "fp32")
+            target = PROMPTS[0] + [200] * 12
+            for _ in range(3):
+                trainer.sft([Sequence(target, [0] * len(PROMPTS[0]) + [1] * 12)], lr=1e-2)
+            model.eval()
+            rows = sampler.generate(PROMPTS[:1], params)
+            self.assertNotEqual(rows[0].ids, before, "the step changed the greedy continuation")
+            ids, logprobs = full_forward_greedy(model, PROMPTS[0], 12)
+            self.assertEqual(rows[0].ids, ids)
+            for x, y in zip(rows[0].logprobs, logprobs):
+                self.assertAlmostEqual(x, y, delta=1e-4)
+        finally:
+            sampler.close()
+
+    def test_bf16_decode_uses_bf16_weights_and_stays_close(self):
+        model = micro_model(seed=5)
+        prompt = PROMPTS[2]
+        with torch.no_grad(), autocast("bf16"):
+            cache = KVCache.empty(model.config, 1, 32, torch.float32)
+            model(torch.tensor([prompt]), cache)
+            stepped = model.decode(torch.tensor([95]), cache).float()
+            self.assertEqual(model.decode_weights().embed_t.dtype, torch.bfloat16)
+            full = model(torch.tensor([prompt + [95]]))[0, -1].float()
+        torch.testing.assert_close(stepped[0], full, atol=2e-2, rtol=2e-2)
+        # A bf16 cache holds exactly what autocast would cast an fp32 cache to: identical logits.
+        outs = []
+        for cache_dtype in (torch.float32, torch.bfloat16):
+            with torch.no_grad(), autocast("bf16"):
+                cache = KVCache.empty(model.config, 2, 32, cache_dtype)
+                model(torch.tensor([prompt, prompt[:5] + [0] * 8]), cache, torch.tensor([13, 5]))
+                outs.append(torch.stack([model.decode(torch.tensor([95, 96]), cache).float() for _ in range(3)]))
+        self.assertTrue(torch.equal(outs[0], outs[1]))
+        with torch.no_grad():
+            self.assertEqual(model.decode_weights().embed_t.dtype, torch.float32)
+
+
+class DecodeMaskTest(unittest.TestCase):
+    def test_cache_entries_past_each_rows_length_are_never_seen(self):
+        """Whatever sits in the cache beyond a row's own positions (padding of a shorter prompt, unwritten
+        capacity that bf16 decoding reads whole) gets exactly zero weight."""
+        model = micro_model(seed=7)
+        prompts = [[1, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71], [1, 72, 73, 74, 75]]
+        for dtype, capacity, rows in (
+            ("fp32", 40, 2), ("fp32", 40, 1), ("bf16", 20, 2), ("bf16", 20, 1), ("bf16", 64, 2),
+        ):
+            with self.subTest(dtype=dtype, capacity=capacity, rows=rows):
+                outs = []
+                for garbage in (None, 1e4):
+                    with torch.no_grad(), autocast(dtype):
+                        cache = KVCache.empty(model.config, rows, capacity, torch.float32)
+                        lens = torch.tensor([len(p) for p in prompts[:rows]])
+                        ids = torch.zeros(rows, 13, dtype=torch.long)
+                        for i, p in enumerate(prompts[:rows]):
+                            ids[i, : len(p)] = torch.tensor(p)
+                        model(ids, cache, lens)
+                        if garbage is not None:
+                            for layer in range(model.config.n_layers):
+                                for i, n in enumerate(lens.tolist()):
+                                    cache.keys[layer][i, :, n:] = garbage
+                                    cache.values[layer][i, :, n:] = garbage
+                        steps = [model.decode(torch.tensor([95, 96][:rows]), cache).float() for _ in range(4)]
+                        outs.append(torch.stack(steps))
+                self.assertTrue(torch.isfinite(outs[1]).all())
+                self.assertTrue(torch.equal(outs[0], outs[1]))
+
+
+class FinishedRowsTest(unittest.TestCase):
+    def test_rows_finishing_at_different_steps_match_their_solo_runs(self):
+        """Finished rows stay in the batch (decoding pads) until half are done: the live rows' ids and
+        logprobs are those of each request run alone, and the cache is compacted twice, not five times."""
+        model = micro_model(seed=8)
+        gate = ModelGate()
+        sampler = Sampler(CachedDecoder(model, "fp32"), TOKENIZER, gate)
+        prompts = [[1, 60 + i, 61, 62, 63 + 2 * i][: 3 + i % 3] for i in range(6)]
+        lengths = [3, 5, 9, 14, 20, 30]
+        try:
+            for temperature in (0.0, 1.0):
+                with self.subTest(temperature=temperature):
+                    params = [
+                        SamplingParams(max_tokens=m, temperature=temperature, seed=21, ignore_eos=True) for m in lengths
+                    ]
+                    solo = [sampler.generate([p], q)[0] for p, q in zip(prompts, params)]
+                    results = [None] * 6
+
+                    def run(i):
+                        results[i] = sampler.generate([prompts[i]], params[i])[0]
+
+                    threads = [threading.Thread(target=run, args=(i,)) for i in range(6)]
+                    before = sampler.compactions
+                    with gate.exclusive():  # queue all six, then let them start as one batch
+                        for t in threads:
+                            t.start()
+                        while len(sampler._pending) < 6:
+                            threading.Event().wait(0.005)
+                    for t in threads:
+                        t.join()
+                    self.assertEqual(sampler.compactions - before, 2)
+                    for a, b in zip(results, solo):
+                        self.assertEqual(a.ids, b.ids)
+                        self.assertEqual(len(a.ids), len(a.logprobs))
+                        for x, y in zip(a.logprobs, b.logprobs):
+                            self.assertAlmostEqual(x, y, delta=1e-4)
+        finally:
+            sampler.close()
+
+
+class PrefixCacheTest(unittest.TestCase):
+    def setUp(self):
+        self.model = micro_model(seed=6)
+        self.cached = sampler_for(self.model, prefix_cache_bytes=64 << 20)
+        self.cold = sampler_for(self.model)
+
+    def tearDown(self):
+        self.cached.close()
+        self.cold.close()
+
+    def test_a_turn_extending_the_last_reuses_it_and_matches_a_cold_request(self):
+        first = [1] + list(range(40, 70))
+        for params in (
+            SamplingParams(max_tokens=20, temperature=0.0, ignore_eos=True),
+            SamplingParams(max_tokens=20, temperature=1.0, seed=9, ignore_eos=True),
+        ):
+            with self.subTest(temperature=params.temperature):
+                turn1 = self.cached.generate([first], params)[0]
+                second = first + turn1.ids + [100, 101, 102, 103, 104]
+                stats = self.cached.prefix_cache.stats()
+                warm = self.cached.generate([second], params, n=2)
+                cold = self.cold.generate([second], params, n=2)
+                after = self.cached.prefix_cache.stats()
+                self.assertEqual(after["hits"], stats["hits"] + 1)
+                # Every id of turn 1 but its last sampled one was already in the cache.
+                self.assertEqual(
+                    after["saved_prefill_tokens"] - stats["saved_prefill_tokens"], len(first) + len(turn1.ids) - 1
+                )
+                self.assertEqual(after["prefill_tokens"] - stats["prefill_tokens"], 6)
+                for w, c in zip(warm, cold):
+                    self.assertEqual(w.ids, c.ids)
+                    for x, y in zip(w.logprobs, c.logprobs):
+                        self.assertAlmostEqual(x, y, delta=1e-4)
+
+    def test_a_warm_greedy_turn_equals_a_full_recompute(self):
+        params = SamplingParams(max_tokens=10, temperature=0.0, ignore_eos=True)
+        first = [1] + list(range(40, 70))
+        turn1 = self.cached.generate([first], params)[0]
+        second = first + turn1.ids + [110, 111]
+        row = self.cached.generate([second], params)[0]
+        self.assertEqual(self.cached.prefix_cache.hits, 1)
+        ids, logprobs = full_forward_greedy(self.model, second, 10)
+        self.assertEqual(row.ids, ids)
+        for x, y in zip(row.logprobs, logprobs):
+            self.assertAlmostEqual(x, y, delta=1e-4)
+
+    def test_bf16_hits_use_the_bf16_cache(self):
+        # bf16 rounds differently along the cached (decoded) and cold (prefilled) paths: close, not equal.
+        cached = Sampler(CachedDecoder(self.model, "bf16"), TOKENIZER, ModelGate(), prefix_cache_bytes=64 << 20)
+        cold = Sampler(CachedDecoder(self.model, "bf16"), TOKENIZER, ModelGate())
+        try:
+            params = SamplingParams(max_tokens=12, temperature=0.0, ignore_eos=True)
+            first = [1] + list(range(40, 70))
+            turn1 = cached.generate([first], params)[0]
+            second = first + turn1.ids + [100, 101]
+            warm = cached.generate([second], params)[0]
+            self.assertEqual(cached.prefix_cache.hits, 1)
+            # Only turn 2 is kept (it extends turn 1): its prompt and 11 of its ids, 2 bytes a number.
+            self.assertEqual(cached.prefix_cache.bytes, (len(second) + 11) * 2 * 2 * 128 * 2)
+            ref = cold.generate([second], params)[0]
+            self.assertEqual(len(warm.logprobs), 12)
+            for x, y in zip(warm.logprobs[:1], ref.logprobs[:1]):
+                self.assertAlmostEqual(x, y, delta=0.05)
+        finally:
+            cached.close()
+            cold.close()
+
+    def test_an_entry_that_a_later_one_extends_is_dropped(self):
+        params = SamplingParams(max_tokens=8, temperature=0.0, ignore_eos=True)
+        prompt = [1] + list(range(40, 60))
+        for _ in range(3):
+            row = self.cached.generate([prompt], params)[0]
+            prompt = prompt + row.ids + [120, 121]
+        stats = self.cached.prefix_cache.stats()
+        self.assertEqual((stats["hits"], stats["misses"], stats["entries"]), (2, 1, 1))
+
+    def test_short_or_unrelated_prompts_miss(self):
+        params = SamplingParams(max_tokens=8, temperature=0.0, ignore_eos=True)
+        self.cached.generate([[1] + list(range(40, 60))], params)
+        self.cached.generate([[1] + list(range(40, 50)) + [99] * 10], params)  # 11 shared ids < 16
+        self.cached.generate([[2] + list(range(40, 60))], params)
+        self.assertEqual(self.cached.prefix_cache.hits, 0)
+
+    def test_a_weight_update_empties_the_cache(self):
+        params = SamplingParams(max_tokens=8, temperature=0.0, ignore_eos=True)
+        prompt = [1] + list(range(40, 60))
+        row = self.cached.generate([prompt], params)[0]
+        Trainer(self.model, "fp32").sft([Sequence(prompt + row.ids, [0] + [1] * (len(prompt) + 7))], lr=1e-2)
+        self.model.eval()
+        second = prompt + row.ids + [130]
+        warm = self.cached.generate([second], params)[0]
+        stats = self.cached.prefix_cache.stats()
+        self.assertEqual((stats["hits"], stats["invalidations"]), (0, 1))
+        self.assertEqual(warm.ids, full_forward_greedy(self.model, second, 8)[0])
+
+    def test_eviction_keeps_the_bound_and_the_most_recently_used(self):
+        params = SamplingParams(max_tokens=8, temperature=0.0, ignore_eos=True)
+        # micro: 2 layers x 2 (keys, values) x 128 fp32 numbers = 2 KiB per token; an entry here is 38 to 47 tokens.
+        per_token = 2 * 2 * 128 * 4
+        sampler = sampler_for(self.model, prefix_cache_bytes=90 * per_token)
+        try:
+            a, b, c = ([1] + [base + i for i in range(30)] for base in (40, 80, 120))
+            ra = sampler.generate([a], params)[0]
+            rb = sampler.generate([b], params)[0]
+            sampler.generate([a + ra.ids + [5]], params)  # hit: a becomes the most recent (and is replaced)
+            sampler.generate([c], params)  # over the bound: b, the least recently used, goes
+            stats = sampler.prefix_cache.stats()
+            self.assertLessEqual(stats["bytes"], stats["max_bytes"])
+            self.assertEqual((stats["hits"], stats["evictions"], stats["entries"]), (1, 1, 2))
+            # a + its completion + 1 id, then its 7 kept completion ids (47), and c's 31 + 7 (38).
+            self.assertEqual((stats["tokens"], stats["bytes"]), (85, 85 * per_token))
+            hits = stats["hits"]
+            sampler.generate([b + rb.ids + [6]], params)
+            self.assertEqual(sampler.prefix_cache.hits, hits, "b was evicted")
+        finally:
+            sampler.close()
+
+    def test_lru_order_and_common_prefix(self):
+        self.assertEqual(common_prefix([1, 2, 3, 4], [1, 2, 9]), 2)
+        self.assertEqual(common_prefix([1, 2, 3], [1, 2, 3, 4]), 3)
+        self.assertEqual(common_prefix([5], [1]), 0)
+        self.assertEqual(common_prefix(list(range(1000)), list(range(777)) + [0]), 777)
+        one = [torch.zeros(1, 4, 1)]  # 16 bytes per entry and side: 32 bytes
+        cache = PrefixCache(max_bytes=64, min_tokens=2)
+        cache.store([1, 2, 3, 4], one, one)
+        cache.store([5, 6, 7, 8], one, one)
+        self.assertIsNotNone(cache.lookup([1, 2, 3, 9])[0])  # touches the first
+        cache.store([9, 9, 9, 9], one, one)  # evicts the second, the least recently used
+        self.assertEqual(cache.lookup([5, 6, 7, 0]), (None, 0))
+        self.assertEqual(cache.lookup([1, 2, 3, 4, 5])[1], 4)
+        self.assertEqual(cache.lookup([1, 2, 3, 4])[1], 3, "the prompt's last id is always prefilled")
+
+
+class InfoCountsPrefixHitsTest(unittest.TestCase):
+    def test_info_reports_hits_and_saved_tokens(self):
+        worker = Worker(preset="micro", dtype="fp32", device="cpu", max_seq_len=256)
+        server = EngineServer(worker, "127.0.0.1", 0)
+        port = server.server_address[1]
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+
+        def call(path, body=None):
+            req = urllib.request.Request(
+                f"http://127.0.0.1:{port}{path}",
+                data=None if body is None else json.dumps(body).encode(),
+                headers={"Content-Type": "application/json"},
+            )
+            with urllib.request.urlopen(req, timeout=60) as res:
+                return json.loads(res.read())
+
+        try:
+            prompt = [1] + list(range(40, 70))
+            body = {"prompt": prompt, "max_tokens": 12, "temperature": 0, "ignore_eos": True, "logprobs": 0}
+            first = call("/v1/completions", body)["choices"][0]
+            second = prompt + first["token_ids"] + [100, 101]
+            warm = call("/v1/completions", {**body, "prompt": second})["choices"][0]
+            info = call("/info")["prefix_cache"]
+            self.assertEqual((info["hits"], info["misses"]), (1, 1))
+            self.assertEqual(info["saved_prefill_tokens"], len(prompt) + 12 - 1)
+            self.assertEqual(info["prefill_tokens"], len(prompt) + 3)
+            self.assertGreater(info["max_bytes"], 0)
+            ids, logprobs = full_forward_greedy(worker.model, second, 12)
+            self.assertEqual(warm["token_ids"], ids)
+            for x, y in zip(warm["logprobs"]["token_logprobs"], logprobs):
+                self.assertAlmostEqual(x, y, delta=1e-4)
+        finally:
+            server.shutdown()
+            server.server_close()
+            worker.sampler.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
