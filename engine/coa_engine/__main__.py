@@ -39,6 +39,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="seed for a fresh model's weights")
     p.add_argument("--max-seq-len", type=int, help="override a preset's context length")
     p.add_argument("--max-batch", type=int, default=64, help="rows decoded together at most")
+    p.add_argument(
+        "--max-queue",
+        type=int,
+        help="rows waiting to join the batch at most; more gets HTTP 503 (default 4 x --max-batch)",
+    )
+    p.add_argument(
+        "--kv-cache-mb",
+        type=float,
+        help="keys and values in memory at most, running batch and prefix cache together "
+        "(default $COA_KV_CACHE_MB, else 2048)",
+    )
     p.add_argument("--log-requests", action="store_true")
     p.add_argument("--exit-with-stdin", action="store_true", help="exit when stdin closes (the parent died)")
     return p.parse_args(argv)
@@ -49,7 +60,7 @@ def build_worker(args: argparse.Namespace):
     if args.hf_model:
         from .hf import HFWorker
 
-        return HFWorker(args.hf_model, dtype=args.dtype, max_rows=args.max_batch)
+        return HFWorker(args.hf_model, dtype=args.dtype, max_rows=args.max_batch, max_queued_rows=args.max_queue)
     from .worker import Worker
 
     return Worker(
@@ -62,6 +73,8 @@ def build_worker(args: argparse.Namespace):
         seed=args.seed,
         max_seq_len=args.max_seq_len,
         max_rows=args.max_batch,
+        kv_cache_mb=args.kv_cache_mb,
+        max_queued_rows=args.max_queue,
     )
 
 

@@ -11,9 +11,25 @@ from .train import PolicyParams, Sequence
 
 
 class BadRequest(Exception):
-    def __init__(self, message: str, status: int = 400):
+    """A request answered with `status` and `{"error": {"message", "type", "code"?}}`; `retry_after`
+    (seconds) goes out as the Retry-After header."""
+
+    def __init__(
+        self,
+        message: str,
+        status: int = 400,
+        kind: str = "invalid_request_error",
+        code: str | None = None,
+        retry_after: float | None = None,
+    ):
         super().__init__(message)
-        self.status = status
+        self.status, self.kind, self.code, self.retry_after = status, kind, code, retry_after
+
+    def payload(self) -> dict:
+        error = {"message": str(self), "type": self.kind}
+        if self.code is not None:
+            error["code"] = self.code
+        return {"error": error}
 
 
 _MISSING = object()

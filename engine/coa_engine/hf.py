@@ -158,7 +158,7 @@ class HFDecoder:
 class HFWorker:
     backend = "hf"
 
-    def __init__(self, path: str, dtype: str = "auto", max_rows: int = 64):
+    def __init__(self, path: str, dtype: str = "auto", max_rows: int = 64, max_queued_rows: int | None = None):
         try:
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError as err:
@@ -176,7 +176,8 @@ class HFWorker:
         self.gate = ModelGate()
         self.trainer = Trainer(self.model, "fp32")
         decoder = HFDecoder(self.model, self.tokenizer.pad_id, self.max_seq_len)
-        self.sampler = Sampler(decoder, self.tokenizer, self.gate, max_rows=max_rows)
+        # Rows and the queue are bounded; bytes are not (the decoder does not say what a position costs).
+        self.sampler = Sampler(decoder, self.tokenizer, self.gate, max_rows=max_rows, max_queued_rows=max_queued_rows)
         self.started = time.time()
 
     @property
@@ -201,6 +202,7 @@ class HFWorker:
             "optimizer": self.trainer.config.to_json(),
             "uptime_s": round(time.time() - self.started, 1),
             "counters": counters(self.sampler, self.trainer),
+            "capacity": self.sampler.stats(),
         }
 
     def save(self, folder: str) -> dict:

@@ -16,6 +16,12 @@ Prefix cache: when a row finishes, the keys and values of its prompt and complet
 bounded in bytes). A later prompt that starts with the same ids (the next turn of an agent episode:
 the previous prompt, the completion, then a new observation) copies the longest shared prefix and
 prefills only the rest. Entries are dropped whenever the weights change.
+
+Bounds: at most `max_rows` rows decode at once, and the keys and values of the running batch plus the
+prefix cache stay within `max_kv_bytes` (the prefix cache gives way first); a request that would pass
+them waits in the queue, which holds at most `max_queued_rows` rows. A request arriving at a full queue
+is refused at once (`Refused`, HTTP 503 with Retry-After) rather than growing memory; one that could
+never fit the bounds on its own is refused as a bad request (400).
 """
 
 from __future__ import annotations
@@ -46,6 +52,16 @@ class SamplingParams:
     # Alternatives to report per position (OpenAI `logprobs: k`); 0 reports only the sampled token.
     top_logprobs: int = 0
     ignore_eos: bool = False
+
+
+class Refused(Exception):
+    """A request the sampler does not take. `status` 503: the queue is full now, try again after
+    `retry_after` seconds; 400: the request alone exceeds a bound and can never run. `code` names the
+    bound (queue_full, too_many_rows, kv_too_large)."""
+
+    def __init__(self, message: str, status: int, code: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.status, self.code, self.retry_after = status, code, retry_after
 
 
 @dataclass(eq=False)
@@ -163,6 +179,9 @@ class CachedDecoder:
         # whole cache per layer and step.
         self.cache_dtype = torch.bfloat16 if dtype == "bf16" else torch.float32
         self._weights = None
+        c = model.config
+        # Keys and values of one position in every layer (what the memory bound counts).
+        self.kv_bytes_per_token = 2 * c.n_layers * c.n_heads * c.head_dim * (torch.finfo(self.cache_dtype).bits // 8)
 
     def prefill(self, prompts: list[list[int]], capacity: int) -> tuple[KVCache, torch.Tensor]:
         lengths = torch.tensor([len(p) for p in prompts])
@@ -272,9 +291,14 @@ class PrefixCache:
         self.prefill_tokens += len(prompt) - reuse
         return self._entries[best], reuse
 
-    def store(self, ids: list[int], keys: list[torch.Tensor], values: list[torch.Tensor]) -> None:
+    def store(
+        self, ids: list[int], keys: list[torch.Tensor], values: list[torch.Tensor], room: int | None = None
+    ) -> None:
+        """Keeps an entry, evicting the least recently used to stay within `max_bytes` and within
+        `room` (what the running batch leaves of the engine's memory bound), if given."""
+        limit = self.max_bytes if room is None else min(self.max_bytes, room)
         nbytes = sum(t.numel() * t.element_size() for t in (*keys, *values))
-        if nbytes > self.max_bytes or len(ids) < self.min_tokens:
+        if nbytes > limit or len(ids) < self.min_tokens:
             return
         # An entry the new one extends (the turn it was prefilled from) is now redundant.
         for key in [k for k, e in self._entries.items() if len(e.ids) <= len(ids) and ids[: len(e.ids)] == e.ids]:
@@ -284,7 +308,11 @@ class PrefixCache:
         self.bytes += nbytes
         self.tokens += len(ids)
         self.stored += 1
-        while self.bytes > self.max_bytes:
+        self.shrink(limit)
+
+    def shrink(self, limit: int) -> None:
+        """Evicts least recently used entries until at most `limit` bytes are kept."""
+        while self.bytes > max(limit, 0) and self._entries:
             self._drop(self._entries.popitem(last=False)[1])
             self.evictions += 1
 
@@ -314,6 +342,8 @@ class _Job:
     prompts: list[list[int]]
     rows: list[Row]
     n: int
+    # Positions a row's cache needs: its prompt and new tokens, the longest row's.
+    capacity: int = 0
     done: threading.Event = field(default_factory=threading.Event)
     left: int = 0
     error: BaseException | None = None
@@ -329,15 +359,31 @@ class Sampler:
         prefill_tokens: int = 8192,
         prefix_cache_bytes: int = 0,
         prefix_min_tokens: int = 16,
+        max_kv_bytes: int | None = None,
+        max_queued_rows: int | None = None,
+        retry_after: float = 1.0,
     ):
         self.decoder, self.tokenizer, self.gate = decoder, tokenizer, gate
         self.max_rows, self.prefill_tokens = max_rows, prefill_tokens
+        # None: no bound on bytes (a decoder that cannot say what a position costs).
+        self.max_kv_bytes = max_kv_bytes
+        # At least one full batch, so that a request that fits the batch always fits an empty queue.
+        self.max_queued_rows = max(max_rows, 4 * max_rows if max_queued_rows is None else max_queued_rows)
+        self.retry_after = retry_after
         self.prefix_cache = PrefixCache(prefix_cache_bytes, prefix_min_tokens)
         self._pending: list[_Job] = []
+        self._queued_rows = 0
         self._cv = threading.Condition()
         self.generated_tokens = 0
         self.busy_seconds = 0.0
         self.compactions = 0  # times finished rows were dropped from the running batch
+        self.steps = 0  # decode steps run
+        self.joins = 0  # requests admitted into a batch that was already decoding
+        self.prefilled_prompts = 0  # distinct prompts prefilled (a prompt shared by n rows or requests: once)
+        self.refused = 0  # requests refused with 503 (queue full)
+        self.rows_in_flight = 0
+        self.kv_bytes = 0  # keys and values of the running batch
+        self.peak_kv_bytes = 0  # the most the running batch and the prefix cache held together
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="sampler", daemon=True)
         self._thread.start()
@@ -351,8 +397,13 @@ class Sampler:
             self._cv.notify_all()
         self._thread.join()
 
+    def _kv_bytes(self, rows: int, capacity: int) -> int:
+        per_token = getattr(self.decoder, "kv_bytes_per_token", None)
+        return rows * capacity * per_token if per_token else 0
+
     def generate(self, prompts: list[list[int]], params: SamplingParams, n: int = 1) -> list[Row]:
-        """Samples `n` completions per prompt; rows come back in order (prompt-major)."""
+        """Samples `n` completions per prompt; rows come back in order (prompt-major). Raises `Refused`
+        when the request can never fit the bounds (400) or the queue is full (503)."""
         stops = [s.encode("utf-8", "replace") for s in params.stop]
         rows = []
         for i, prompt in enumerate(prompts):
@@ -364,11 +415,34 @@ class Sampler:
             for j in range(n):
                 gen = row_generator(params.seed, i * n + j) if params.temperature > 0 else None
                 rows.append(Row(i * n + j, prompt, params, min(params.max_tokens, room), stops, gen))
-        job = _Job(prompts, rows, n, left=len(rows))
+        job = _Job(prompts, rows, n, capacity=max(len(r.prompt) + r.max_new for r in rows), left=len(rows))
+        if len(rows) > self.max_rows:
+            raise Refused(
+                f"the request has {len(rows)} rows ({len(prompts)} prompts x n = {n}); this engine decodes at "
+                f"most {self.max_rows} rows at once (--max-batch): send fewer prompts or samples per request",
+                400, "too_many_rows",
+            )
+        need = self._kv_bytes(len(rows), job.capacity)
+        if self.max_kv_bytes is not None and need > self.max_kv_bytes:
+            raise Refused(
+                f"the request needs {need / 2**20:.1f} MiB of keys and values ({len(rows)} rows x "
+                f"{job.capacity} positions); this engine holds at most {self.max_kv_bytes / 2**20:.1f} MiB "
+                "(--kv-cache-mb): lower max_tokens, n or the prompt length",
+                400, "kv_too_large",
+            )
         for r in rows:
             r.job = job
         with self._cv:
+            if self._queued_rows + len(rows) > self.max_queued_rows:
+                self.refused += 1
+                raise Refused(
+                    f"the engine is at capacity: {self._queued_rows} rows wait for the "
+                    f"{self.rows_in_flight} decoding (queue limit {self.max_queued_rows} rows, --max-queue); "
+                    f"retry after {self.retry_after:g} s",
+                    503, "queue_full", self.retry_after,
+                )
             self._pending.append(job)
+            self._queued_rows += len(rows)
             self._cv.notify()
         job.done.wait()
         if job.error is not None:
@@ -386,6 +460,7 @@ class Sampler:
                 with self.gate.generation(), torch.inference_mode():
                     self._session(jobs)
             except Exception as err:  # noqa: BLE001 - reported to every waiting request
+                self._track([], None)
                 for job in jobs:
                     if not job.done.is_set():
                         job.error = err
@@ -404,10 +479,13 @@ class Sampler:
         logits = torch.empty(0)
         while True:
             live = [i for i, r in enumerate(rows) if r.finish_reason is None]
-            admitted = self._admit(len(live))
+            capacity = cache.capacity if isinstance(cache, KVCache) else 0
+            admitted = self._admit(len(live), capacity)
             jobs.extend(admitted)
             if admitted:
                 started = time.perf_counter()
+                if live:
+                    self.joins += len(admitted)
                 new_rows, new_cache, new_logits = self._prefill(admitted)
                 if len(live) < len(rows):  # the merge copies the cache anyway: drop finished rows first
                     rows, cache, logits = self._compact(rows, cache, logits, live)
@@ -415,8 +493,10 @@ class Sampler:
                 cache = new_cache if cache is None else cache.merge(new_cache)
                 logits = torch.cat((logits, new_logits)) if logits.numel() else new_logits
                 live = [i for i, r in enumerate(rows) if r.finish_reason is None]
+                self._track(rows, cache)
                 self.busy_seconds += time.perf_counter() - started
             if not live:
+                self._track([], None)
                 return
             started = time.perf_counter()
             if len(live) == len(rows):
@@ -438,6 +518,7 @@ class Sampler:
                 still = [i for i in live if rows[i].finish_reason is None]
                 if not still:
                     rows, cache, logits = [], None, torch.empty(0)
+                    self._track(rows, cache)
                     self.busy_seconds += time.perf_counter() - started
                     continue
                 if isinstance(cache, KVCache) and 2 * len(still) > len(rows):
@@ -447,8 +528,16 @@ class Sampler:
                     tokens[gone] = PAD_ID
                 else:
                     rows, cache, tokens = self._compact(rows, cache, tokens, still)
+                self._track(rows, cache)
             logits = self.decoder.decode(cache, tokens)
+            self.steps += 1
             self.busy_seconds += time.perf_counter() - started
+
+    def _track(self, rows: list[Row], cache) -> None:
+        """Rows decoding and the bytes of their keys and values (and the peak with the prefix cache)."""
+        self.rows_in_flight = sum(r.finish_reason is None for r in rows)
+        self.kv_bytes = self._kv_bytes(cache.rows, cache.capacity) if isinstance(cache, KVCache) else 0
+        self.peak_kv_bytes = max(self.peak_kv_bytes, self.kv_bytes + self.prefix_cache.bytes)
 
     def _compact(self, rows: list[Row], cache, per_row: torch.Tensor, keep: list[int]):
         """Only the rows `keep` (indices), of the row list, the cache and a per-row tensor."""
@@ -456,18 +545,43 @@ class Sampler:
         self.compactions += 1
         return [rows[i] for i in keep], cache.select(index), per_row.index_select(0, index)
 
-    def _admit(self, active: int) -> list[_Job]:
+    def _admit(self, active: int, capacity: int) -> list[_Job]:
+        """Queued requests, first come first served, while the batch stays within `max_rows` rows and
+        its keys and values (every row at the longest row's capacity, as the merged cache holds them)
+        within `max_kv_bytes`; the prefix cache is then cut to what they leave. A request that fits
+        an empty batch always joins one (`generate` refuses the others)."""
         if self.gate.exclusive_waiting():
             return []
         taken = []
         with self._cv:
             while self._pending:
-                size = len(self._pending[0].rows)
-                if active and active + size > self.max_rows:
+                job = self._pending[0]
+                rows, cap = active + len(job.rows), max(capacity, job.capacity)
+                over = rows > self.max_rows or (
+                    self.max_kv_bytes is not None and self._kv_bytes(rows, cap) > self.max_kv_bytes
+                )
+                if over and (active or taken):
                     break
                 taken.append(self._pending.pop(0))
-                active += size
+                self._queued_rows -= len(job.rows)
+                active, capacity = rows, cap
+        if taken and self.max_kv_bytes is not None:
+            self.prefix_cache.shrink(self.max_kv_bytes - self._kv_bytes(active, capacity))
         return taken
+
+    def stats(self) -> dict:
+        """The bounds and what is in use now (read by /info on another thread)."""
+        return {
+            "max_rows": self.max_rows,
+            "rows_in_flight": self.rows_in_flight,
+            "queued_rows": self._queued_rows,
+            "max_queued_rows": self.max_queued_rows,
+            "kv_bytes": self.kv_bytes,
+            "max_kv_bytes": self.max_kv_bytes,
+            "peak_kv_bytes": self.peak_kv_bytes,
+            "refused": self.refused,
+            "joins": self.joins,
+        }
 
     def _caching(self) -> bool:
         return self.prefix_cache.max_bytes > 0 and getattr(self.decoder, "prefix_cache", False)
@@ -481,17 +595,28 @@ class Sampler:
             n = lens[i]
             ids = r.prompt + r.ids[:-1]
             assert len(ids) == n, (len(ids), n)
+            room = None if self.max_kv_bytes is None else self.max_kv_bytes - self.kv_bytes
             self.prefix_cache.store(
-                ids, [k[i, :, :n].clone() for k in cache.keys], [v[i, :, :n].clone() for v in cache.values]
+                ids, [k[i, :, :n].clone() for k in cache.keys], [v[i, :, :n].clone() for v in cache.values], room
             )
 
     def _prefill(self, jobs: list[_Job]):
-        """Runs each distinct prompt once, in length-sorted chunks, then copies its cache n times. A
-        prompt sharing a long enough prefix with a cached row prefills only the ids after it."""
+        """Runs each distinct prompt once, in length-sorted chunks, then copies its cache to each of its
+        rows: the n samples of a request, and the rows of other requests admitted with it that send the
+        same prompt (an RL group's episodes). A prompt sharing a long enough prefix with a cached row
+        prefills only the ids after it."""
         prompts, rows = [], []
+        by_ids: dict[tuple[int, ...], list[Row]] = {}
         for job in jobs:
             for i, prompt in enumerate(job.prompts):
-                prompts.append((prompt, job.rows[i * job.n : (i + 1) * job.n]))
+                same = job.rows[i * job.n : (i + 1) * job.n]
+                key = tuple(prompt)
+                if key in by_ids:
+                    by_ids[key].extend(same)
+                else:
+                    by_ids[key] = list(same)
+                    prompts.append((prompt, by_ids[key]))
+        self.prefilled_prompts += len(prompts)
         cache, logits = None, []
         if self._caching():
             self.prefix_cache.check_weights(self.decoder.weights_key())
@@ -517,7 +642,7 @@ class Sampler:
             while end < len(prompts) and (end - start + 1) * len(prompts[end][0]) <= self.prefill_tokens:
                 end += 1
             chunk = prompts[start:end]
-            capacity = max(len(p) + r[0].max_new for p, r in chunk)
+            capacity = max(len(p) + max(x.max_new for x in r) for p, r in chunk)
             part, last = self.decoder.prefill([p for p, _ in chunk], capacity)
             repeat = torch.tensor([len(r) for _, r in chunk])
             index = torch.repeat_interleave(torch.arange(len(chunk)), repeat).to(last.device)

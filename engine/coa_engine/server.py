@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from . import api
 from .api import BadRequest
+from .sampling import Refused
 from .worker import Worker
 
 # Generous for a training mini-batch (~70 JSON bytes per policy token: about 900k tokens), small enough
@@ -55,7 +56,12 @@ def completions(w: Worker, body: dict) -> dict:
             raise BadRequest(
                 f"prompt[{i}] has {len(p)} tokens; this model's maximum context length is {w.max_seq_len} tokens"
             )
-    rows = w.sampler.generate(prompt_ids, params, options["n"])
+    try:
+        rows = w.sampler.generate(prompt_ids, params, options["n"])
+    except Refused as err:
+        # 503: full now (Retry-After says when to come back); 400: over a bound on its own.
+        kind = "overloaded_error" if err.status == 503 else "invalid_request_error"
+        raise BadRequest(str(err), err.status, kind, err.code, err.retry_after) from err
     return api.completion_response(w.model_name, prompt_ids, rows, options, w.tokenizer)
 
 
@@ -182,7 +188,7 @@ class Handler(BaseHTTPRequestHandler):
     def _dispatch(self, method: str):
         started = time.perf_counter()
         path = urlsplit(self.path).path.rstrip("/") or "/"
-        status, payload = 200, None
+        status, payload, headers = 200, None, {}
         try:
             if not host_allowed(self.server.bind_host, self.server.server_address[1], self.headers.get("Host")):
                 self.close_connection = True  # the body stays unread
@@ -202,13 +208,16 @@ class Handler(BaseHTTPRequestHandler):
                 raise BadRequest("the request body must be a JSON object")
             payload = route(self.server.worker, body)
         except BadRequest as err:
-            status, payload = err.status, {"error": {"message": str(err), "type": "invalid_request_error"}}
+            status, payload = err.status, err.payload()
+            if err.retry_after is not None:
+                headers["Retry-After"] = f"{max(1, math.ceil(err.retry_after))}"
         except Exception as err:  # noqa: BLE001 - the server outlives any one request
             traceback.print_exc(file=sys.stderr)
             status = 500
             payload = {"error": {"message": f"{type(err).__name__}: {err}", "type": "internal_error"}}
-        self._send(status, payload)
-        if self.server.log_requests or status >= 500:
+        self._send(status, payload, headers)
+        # A refusal for capacity (503) is counted in /info, not logged: under load there are many.
+        if self.server.log_requests or (status >= 500 and status != 503):
             log(f"{method} {path} {status} {time.perf_counter() - started:.3f}s")
 
     def _read_body(self):
@@ -234,7 +243,7 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError as err:
             raise BadRequest(f"the request body is not valid JSON: {err}") from err
 
-    def _send(self, status: int, payload) -> None:
+    def _send(self, status: int, payload, headers: dict[str, str] | None = None) -> None:
         try:
             data = json.dumps(payload, allow_nan=False).encode()
         except ValueError:
@@ -242,6 +251,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 

@@ -35,6 +35,10 @@ def counters(sampler: Sampler, trainer: Trainer) -> dict:
 # 2 x layers x dim fp32 numbers: micro 2 KiB, tiny 10 KiB, small 32 KiB. $COA_PREFIX_CACHE_MB overrides;
 # 0 turns the cache off.
 DEFAULT_PREFIX_CACHE_MB = 256
+# Keys and values in memory at once: the running batch's (every row at the longest row's length) plus the
+# prefix cache, which gives way first. $COA_KV_CACHE_MB overrides. 64 rows of `tiny` at its full 2,048
+# positions take 1.25 GiB in fp32; `small` would take 4 GiB, so at most ~30 such rows decode together.
+DEFAULT_KV_CACHE_MB = 2048
 
 
 class Worker:
@@ -53,6 +57,8 @@ class Worker:
         max_seq_len: int | None = None,
         max_rows: int = 64,
         prefix_cache_mb: float | None = None,
+        kv_cache_mb: float | None = None,
+        max_queued_rows: int | None = None,
     ):
         self.device = choose_device(device)
         self.dtype, self.dtype_gflops = choose_dtype(dtype, self.device)
@@ -70,12 +76,16 @@ class Worker:
             self.checkpoint_dir = None
         if prefix_cache_mb is None:
             prefix_cache_mb = float(os.environ.get("COA_PREFIX_CACHE_MB", DEFAULT_PREFIX_CACHE_MB))
+        if kv_cache_mb is None:
+            kv_cache_mb = float(os.environ.get("COA_KV_CACHE_MB", DEFAULT_KV_CACHE_MB))
         self.sampler = Sampler(
             CachedDecoder(self.model, self.dtype),
             self.tokenizer,
             self.gate,
             max_rows=max_rows,
             prefix_cache_bytes=int(prefix_cache_mb * 2**20),
+            max_kv_bytes=int(kv_cache_mb * 2**20),
+            max_queued_rows=max_queued_rows,
         )
 
     @staticmethod
@@ -131,6 +141,7 @@ class Worker:
             "uptime_s": round(time.time() - self.started, 1),
             "counters": counters(self.sampler, t),
             "prefix_cache": self.sampler.prefix_cache.stats(),
+            "capacity": self.sampler.stats(),
         }
 
     def save(self, folder: str) -> dict:

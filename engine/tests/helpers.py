@@ -1,4 +1,10 @@
-"""Shared fixtures: a micro model and the engine's tokenizer."""
+"""Shared fixtures: a micro model, the engine's tokenizer, and a worker served over loopback HTTP."""
+
+import json
+import threading
+from contextlib import contextmanager
+import urllib.error
+import urllib.request
 
 import torch
 
@@ -11,3 +17,34 @@ TOKENIZER = ByteTokenizer(default_tags())
 def micro_model(seed: int = 0, max_seq_len: int = 256) -> Transformer:
     torch.manual_seed(seed)
     return Transformer(preset_config("micro", TOKENIZER.vocab_size, max_seq_len)).eval()
+
+
+@contextmanager
+def serve(worker):
+    """Serves `worker` on a free loopback port for the `with` block, then stops the server and the
+    worker's sampler. Yields `call(path, body=None)` -> (status, headers, JSON body), for successes and
+    HTTP errors alike."""
+    from coa_engine.server import EngineServer
+
+    server = EngineServer(worker, "127.0.0.1", 0)
+    port = server.server_address[1]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def call(path, body=None):
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{port}{path}",
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=60) as res:
+                return res.status, dict(res.headers), json.loads(res.read())
+        except urllib.error.HTTPError as err:
+            return err.code, dict(err.headers), json.loads(err.read())
+
+    try:
+        yield call
+    finally:
+        server.shutdown()
+        server.server_close()
+        worker.sampler.close()

@@ -1,10 +1,8 @@
 """The decoding fast path (`Transformer.decode` with `DecodeWeights`) and the prefix cache, held
 against a plain full-recompute forward pass and against cold requests."""
 
-import json
 import threading
 import unittest
-import urllib.request
 
 import torch
 import torch.nn.functional as F
@@ -12,11 +10,10 @@ import torch.nn.functional as F
 from coa_engine.model import KVCache
 from coa_engine.precision import autocast
 from coa_engine.sampling import CachedDecoder, ModelGate, PrefixCache, Sampler, SamplingParams, common_prefix
-from coa_engine.server import EngineServer
 from coa_engine.train import Sequence, Trainer
 from coa_engine.worker import Worker
 
-from .helpers import TOKENIZER, micro_model
+from .helpers import TOKENIZER, micro_model, serve
 
 PROMPTS = [[1, 60, 61, 62, 63, 64, 65], [1, 70], [1, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91]]
 
@@ -318,20 +315,11 @@ class PrefixCacheTest(unittest.TestCase):
 class InfoCountsPrefixHitsTest(unittest.TestCase):
     def test_info_reports_hits_and_saved_tokens(self):
         worker = Worker(preset="micro", dtype="fp32", device="cpu", max_seq_len=256)
-        server = EngineServer(worker, "127.0.0.1", 0)
-        port = server.server_address[1]
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        with serve(worker) as reply:
 
-        def call(path, body=None):
-            req = urllib.request.Request(
-                f"http://127.0.0.1:{port}{path}",
-                data=None if body is None else json.dumps(body).encode(),
-                headers={"Content-Type": "application/json"},
-            )
-            with urllib.request.urlopen(req, timeout=60) as res:
-                return json.loads(res.read())
+            def call(path, body=None):
+                return reply(path, body)[2]
 
-        try:
             prompt = [1] + list(range(40, 70))
             body = {"prompt": prompt, "max_tokens": 12, "temperature": 0, "ignore_eos": True, "logprobs": 0}
             first = call("/v1/completions", body)["choices"][0]
@@ -346,10 +334,6 @@ class InfoCountsPrefixHitsTest(unittest.TestCase):
             self.assertEqual(warm["token_ids"], ids)
             for x, y in zip(warm["logprobs"]["token_logprobs"], logprobs):
                 self.assertAlmostEqual(x, y, delta=1e-4)
-        finally:
-            server.shutdown()
-            server.server_close()
-            worker.sampler.close()
 
 
 if __name__ == "__main__":

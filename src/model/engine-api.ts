@@ -133,5 +133,20 @@ export const EngineInfo = z.object({
     })
     .passthrough()
     .optional(),
+  /** The bounds on generation and what is in use (docs/engine.md); absent from engines before them. */
+  capacity: z
+    .object({
+      max_rows: z.number().int(),
+      rows_in_flight: z.number().int(),
+      queued_rows: z.number().int(),
+      max_queued_rows: z.number().int(),
+      kv_bytes: z.number().int(),
+      /** Null where the backend cannot count its cache's bytes (Hugging Face). */
+      max_kv_bytes: z.number().int().nullable(),
+      /** Completions refused with 503 because the queue was full. */
+      refused: z.number().int(),
+    })
+    .passthrough()
+    .optional(),
 });
 export type EngineInfo = z.infer<typeof EngineInfo>;

@@ -272,6 +272,29 @@ describe("Engine (micro preset)", () => {
   });
 });
 
+describe("Engine at capacity", () => {
+  it("retries completions the full engine refused (503, Retry-After) and gets them all", async () => {
+    // One row decodes and one waits; every other concurrent request is refused until they are done.
+    const engine = await Engine.start(
+      { preset: "micro" },
+      { ...quiet, dtype: "fp32", maxBatch: 1, maxQueue: 1 },
+    );
+    try {
+      const request = (i: number) => ({ promptIds: [1, 3 + i], maxTokens: 160, temperature: 0 });
+      const together = await Promise.all([0, 1, 2, 3, 4].map((i) => engine.complete(request(i))));
+      const info = await engine.info();
+      expect(info.capacity).toMatchObject({ max_rows: 1, max_queued_rows: 1, queued_rows: 0 });
+      expect(info.capacity!.refused).toBeGreaterThan(0);
+      for (const [i, result] of together.entries()) {
+        const alone = await engine.complete(request(i));
+        expect(result.choices[0]!.tokenIds).toEqual(alone.choices[0]!.tokenIds);
+      }
+    } finally {
+      await engine.close();
+    }
+  });
+});
+
 describe("Engine process", () => {
   it("fails to start with the engine's own explanation", async () => {
     const err = await Engine.start({ checkpoint: "/nonexistent/ckpt" }, quiet).catch((e: Error) => e);

@@ -46,6 +46,16 @@ export interface EngineOptions {
   tokenizer?: string;
   /** Rows decoded together at most. */
   maxBatch?: number;
+  /** Rows waiting to join the batch at most; a completion past it gets HTTP 503 (default 4 × maxBatch). */
+  maxQueue?: number;
+  /** Keys and values in memory at most, in MiB: running batch and prefix cache together (default 2048). */
+  kvCacheMb?: number;
+  /**
+   * Times a completion the engine refused as full (HTTP 503, Retry-After) is sent again before the call
+   * fails (default 10). Each wait is the engine's Retry-After or a doubling backoff from 0.5 s, whichever
+   * is longer, at most 60 s: about 4 minutes in all.
+   */
+  busyRetries?: number;
   /** Receives each engine log line; default: written to stderr with an `[engine]` prefix. */
   onLog?: (line: string) => void;
   logRequests?: boolean;
@@ -92,6 +102,8 @@ export class Engine implements ModelClient {
       api: "completions",
       timeoutMs: options.timeoutMs ?? 600_000,
       maxRetries: 0,
+      // …but a full engine (503) asked to come back later: wait and resend, a bounded number of times.
+      busyRetries: options.busyRetries ?? 10,
       concurrency: options.concurrency ?? 64,
       // Same ids as the engine's (a test holds the two tokenizers equal), without a round trip.
       tokenizer: this.localTokenizer ?? undefined,
@@ -115,6 +127,8 @@ export class Engine implements ModelClient {
     if (options.maxSeqLen) args.push("--max-seq-len", String(options.maxSeqLen));
     if (options.tokenizer) args.push("--tokenizer", path.resolve(options.tokenizer));
     if (options.maxBatch) args.push("--max-batch", String(options.maxBatch));
+    if (options.maxQueue) args.push("--max-queue", String(options.maxQueue));
+    if (options.kvCacheMb) args.push("--kv-cache-mb", String(options.kvCacheMb));
     if (options.logRequests) args.push("--log-requests");
     const { process: proc, url } = await EngineProcess.start({
       python: python.python,

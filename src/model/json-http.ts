@@ -13,8 +13,14 @@ export interface JsonHttpOptions {
   apiKey?: string;
   /** Limit for one attempt, body included. A caller's signal (an episode's deadline) cuts it shorter. */
   timeoutMs: number;
-  /** Extra attempts after the first on 408/429/5xx, network errors and timeouts. */
+  /** Extra attempts after the first on 408/5xx, network errors and timeouts (and 429/503, see busyRetries). */
   maxRetries: number;
+  /**
+   * Extra attempts on 429 and 503, the answers of a server that is full for now (it may say when to
+   * come back with Retry-After), counted apart from `maxRetries`. Default: `maxRetries`. A client that
+   * never retries failures (maxRetries 0) can still wait out a full server.
+   */
+  busyRetries?: number;
   /** Requests in flight at once; the rest wait their turn. */
   concurrency: number;
   /** First backoff delay; it doubles per attempt, with jitter. */
@@ -68,11 +74,14 @@ export class JsonHttp {
     if (this.options.apiKey) headers.authorization = `Bearer ${this.options.apiKey}`;
     const payload = body === undefined ? undefined : JSON.stringify(body);
 
+    let failed = 0;
+    let busy = 0;
     for (let attempt = 1; ; attempt++) {
       signal?.throwIfAborted();
       const timeout = AbortSignal.timeout(this.options.timeoutMs);
       let failure: ModelError;
       let waitMs = this.backoffMs(attempt);
+      let full = false;
       try {
         const response = await fetch(url, {
           method,
@@ -84,7 +93,9 @@ export class JsonHttp {
         if (response.ok) return parseJson(text, method, url);
         failure = new ModelHttpError(method, url, response.status, serverMessage(text), attempt);
         if (!isRetryableStatus(response.status)) throw failure;
-        waitMs = retryAfterMs(response.headers.get("retry-after")) ?? waitMs;
+        full = isBusyStatus(response.status);
+        // At least what the server asks, and never less than the backoff: repeated refusals back off.
+        waitMs = Math.max(retryAfterMs(response.headers.get("retry-after")) ?? 0, waitMs);
       } catch (err) {
         if (err instanceof ModelError) throw err;
         if (signal?.aborted) throw signal.reason;
@@ -101,7 +112,12 @@ export class JsonHttp {
               cause: err,
             });
       }
-      if (attempt > this.options.maxRetries) throw failure;
+      if (
+        full
+          ? ++busy > (this.options.busyRetries ?? this.options.maxRetries)
+          : ++failed > this.options.maxRetries
+      )
+        throw failure;
       try {
         await sleep(Math.min(waitMs, this.maxRetryDelayMs), undefined, { signal });
       } catch (err) {
@@ -118,6 +134,8 @@ export class JsonHttp {
 }
 
 const isRetryableStatus = (status: number) => status === 408 || status === 429 || status >= 500;
+/** A server that is up but full: Too Many Requests, Service Unavailable. */
+const isBusyStatus = (status: number) => status === 429 || status === 503;
 
 /** Retry-After is either seconds (fractions accepted) or an HTTP date. */
 function retryAfterMs(header: string | null): number | undefined {

@@ -313,6 +313,47 @@ describe("faults", () => {
     );
   });
 
+  // The embedded engine's client: failures are never retried (maxRetries 0), a full engine is.
+  const engineLike = { maxRetries: 0, busyRetries: 3 };
+  const full = (code = 503) => ({
+    status: code,
+    headers: { "retry-after": "0.05" },
+    json: { error: { message: "the engine is at capacity", type: "overloaded_error", code: "queue_full" } },
+  });
+
+  it("waits out 503 and 429 with Retry-After under busyRetries, though maxRetries is 0", async () => {
+    const server = await serve({
+      "POST /v1/completions": inOrder(full(503), full(429), full(503), completion("ok", { token_ids: [1] })),
+    });
+    const result = await client(server.url, engineLike).complete({ prompt: "x", maxTokens: 4 });
+    expect(result.choices[0]!.text).toBe("ok");
+    expect(server.requests).toHaveLength(4);
+  });
+
+  it("fails with the server's reason once busyRetries are spent", async () => {
+    const server = await serve({ "POST /v1/completions": () => full() });
+    const error = await client(server.url, engineLike)
+      .complete({ prompt: "x", maxTokens: 4 })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ModelHttpError);
+    expect(error).toMatchObject({ status: 503, attempts: 4 });
+    expect((error as Error).message).toBe(
+      `POST ${server.url}/v1/completions failed with HTTP 503: the engine is at capacity (after 4 attempts)`,
+    );
+    expect(server.requests).toHaveLength(4);
+  });
+
+  it("does not spend busyRetries on other failures", async () => {
+    const server = await serve({
+      "POST /v1/completions": inOrder({ status: 500, text: "boom" }, completion("ok", { token_ids: [1] })),
+    });
+    const error = await client(server.url, engineLike)
+      .complete({ prompt: "x", maxTokens: 4 })
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ status: 500, attempts: 1 });
+    expect(server.requests).toHaveLength(1);
+  });
+
   it("times out a hanging response, retries it, and says so", async () => {
     const server = await serve({ "POST /v1/completions": () => ({ hang: true }) });
     const error = await client(server.url, { timeoutMs: 150, maxRetries: 1 })

@@ -50,6 +50,8 @@ export interface OpenAICompatibleOptions {
   onNotice?: (line: string) => void;
   timeoutMs?: number;
   maxRetries?: number;
+  /** Retries of 429 and 503 (a full server), apart from `maxRetries`; default `maxRetries`. */
+  busyRetries?: number;
   concurrency?: number;
   /** First retry delay (doubles per attempt, with jitter). */
   retryBaseMs?: number;
@@ -107,6 +109,7 @@ export class OpenAICompatibleClient implements ModelClient {
       apiKey: options.apiKey,
       timeoutMs: options.timeoutMs ?? 120_000,
       maxRetries: options.maxRetries ?? 3,
+      busyRetries: options.busyRetries,
       concurrency: options.concurrency ?? 8,
       retryBaseMs: options.retryBaseMs,
     });

@@ -1,0 +1,225 @@
+"""Continuous batching (requests join a running batch between decode steps; one prefill per distinct
+prompt) and the memory bounds (rows in flight, bytes of keys and values, the queue; 503 when full)."""
+
+import threading
+import unittest
+
+from coa_engine.sampling import CachedDecoder, ModelGate, Refused, Sampler, SamplingParams
+from coa_engine.worker import Worker
+
+from .helpers import TOKENIZER, micro_model, serve
+
+# micro: 2 layers x 2 (keys, values) x 128 fp32 numbers per position.
+PER_TOKEN = 2 * 2 * 128 * 4
+
+
+class Recording(CachedDecoder):
+    """Records the rows and capacity of every decode step's cache, and can hold step `pause_at`
+    until released (so a test queues a request while a batch is known to be mid-decode)."""
+
+    def __init__(self, model, pause_at=None):
+        super().__init__(model, "fp32")
+        self.shapes, self.pause_at, self.calls = [], pause_at, 0
+        self.reached, self.release = threading.Event(), threading.Event()
+
+    def decode(self, cache, ids):
+        self.calls += 1
+        self.shapes.append((cache.rows, cache.capacity))
+        if self.calls == self.pause_at:
+            self.reached.set()
+            self.release.wait(60)
+        return super().decode(cache, ids)
+
+
+def wait_for(condition):
+    done = threading.Event()
+    while not condition():
+        done.wait(0.002)
+
+
+def start(fn, *args):
+    out = {}
+    thread = threading.Thread(target=lambda: out.setdefault("rows", fn(*args)))
+    thread.start()
+    return thread, out
+
+
+def assert_same(test, rows, solo, delta):
+    for a, b in zip(rows, solo):
+        test.assertEqual(a.ids, b.ids)
+        test.assertEqual(len(a.logprobs), len(b.logprobs))
+        for x, y in zip(a.logprobs, b.logprobs):
+            test.assertAlmostEqual(x, y, delta=delta)
+
+
+class ContinuousBatchingTest(unittest.TestCase):
+    def test_a_request_joins_a_running_batch_and_matches_its_solo_run(self):
+        """B arrives while A decodes: it is prefilled and merged at the next step (A is still running
+        when B returns), and B's ids equal B run alone, greedy and seeded, n = 2."""
+        model = micro_model(seed=11)
+        long_prompt, short_prompt = [1] + list(range(40, 70)), [1, 80, 81, 82, 83]
+        for temperature in (0.0, 1.0):
+            with self.subTest(temperature=temperature):
+                a_params = SamplingParams(max_tokens=150, temperature=temperature, seed=5, ignore_eos=True)
+                b_params = SamplingParams(max_tokens=40, temperature=temperature, seed=9, ignore_eos=True)
+                alone = Sampler(CachedDecoder(model, "fp32"), TOKENIZER, ModelGate())
+                try:
+                    solo_a = alone.generate([long_prompt], a_params)
+                    solo_b = alone.generate([short_prompt], b_params, n=2)
+                finally:
+                    alone.close()
+                decoder = Recording(model, pause_at=10)
+                sampler = Sampler(decoder, TOKENIZER, ModelGate())
+                try:
+                    thread_a, a = start(sampler.generate, [long_prompt], a_params)
+                    decoder.reached.wait(60)
+                    thread_b, b = start(sampler.generate, [short_prompt], b_params, 2)
+                    wait_for(lambda: len(sampler._pending) == 1)
+                    decoder.release.set()
+                    thread_b.join()
+                    thread_a.join()
+                finally:
+                    sampler.close()
+                self.assertEqual(sampler.joins, 1)
+                # Step 11 decodes A and both rows of B together; once B is done, A goes on alone.
+                self.assertEqual([rows for rows, _ in decoder.shapes[9:12]], [1, 3, 3])
+                self.assertEqual(decoder.shapes[-1][0], 1)
+                self.assertEqual(len(decoder.shapes), 150 - 1)
+                # Batched arithmetic may differ in the last bits (measured <= 5e-7 here); ids are equal.
+                assert_same(self, a["rows"], solo_a, 1e-5)
+                assert_same(self, b["rows"], solo_b, 1e-5)
+
+    def test_requests_sending_one_prompt_share_its_prefill(self):
+        model = micro_model(seed=12)
+        gate = ModelGate()
+        sampler = Sampler(CachedDecoder(model, "fp32"), TOKENIZER, gate)
+        shared, other = [1] + list(range(50, 60)), [1, 90, 91]
+        requests = [([shared], 1), ([shared], 2), ([other, shared], 1)]
+        params = SamplingParams(max_tokens=12, temperature=1.0, seed=3, ignore_eos=True)
+        try:
+            solo = [sampler.generate(p, params, n) for p, n in requests]
+            before = sampler.prefilled_prompts
+            self.assertEqual(before, 4)
+            with gate.exclusive():  # queue all three, then let them start as one batch
+                threads = [start(sampler.generate, p, params, n) for p, n in requests]
+                wait_for(lambda: len(sampler._pending) == 3)
+            for (thread, out), alone in zip(threads, solo):
+                thread.join()
+                assert_same(self, out["rows"], alone, 1e-5)
+            self.assertEqual(sampler.prefilled_prompts - before, 2, "one prefill per distinct prompt")
+        finally:
+            sampler.close()
+
+
+class BoundsTest(unittest.TestCase):
+    def test_rows_and_kv_bytes_in_flight_stay_within_the_bounds(self):
+        """Six requests of two rows queued at once: with room for 4 rows, or for the keys and values of
+        3 rows of 48 positions, the batch never holds more; every request still completes exactly."""
+        model = micro_model(seed=13)
+        prompts = [[1, 60 + i, 61, 62, 63] for i in range(6)]
+        params = SamplingParams(max_tokens=43, temperature=1.0, seed=4, ignore_eos=True)  # 48 positions a row
+        for max_rows, max_kv, most in ((4, None, 4), (8, 3 * 48 * PER_TOKEN, 2)):
+            with self.subTest(max_rows=max_rows, max_kv=max_kv):
+                decoder = Recording(model)
+                gate = ModelGate()
+                sampler = Sampler(decoder, TOKENIZER, gate, max_rows=max_rows, max_kv_bytes=max_kv)
+                try:
+                    with gate.exclusive():
+                        threads = [start(sampler.generate, [p], params, 2) for p in prompts]
+                        wait_for(lambda: len(sampler._pending) == 6)
+                    for thread, _ in threads:
+                        thread.join()
+                    solo = [sampler.generate([p], params, 2) for p in prompts]
+                finally:
+                    sampler.close()
+                # 3 rows' bytes hold one request of 2 rows, not two.
+                self.assertEqual(max(rows for rows, _ in decoder.shapes), most)
+                if max_kv is not None:
+                    self.assertLessEqual(max(r * c * PER_TOKEN for r, c in decoder.shapes), max_kv)
+                    self.assertLessEqual(sampler.peak_kv_bytes, max_kv)
+                for (_, out), alone in zip(threads, solo):
+                    assert_same(self, out["rows"], alone, 1e-5)
+
+    def test_the_prefix_cache_gives_way_to_the_running_batch(self):
+        model = micro_model(seed=14)
+        bound = 250 * PER_TOKEN
+        sampler = Sampler(
+            CachedDecoder(model, "fp32"), TOKENIZER, ModelGate(), prefix_cache_bytes=64 << 20, max_kv_bytes=bound
+        )
+        params = SamplingParams(max_tokens=20, temperature=0.0, ignore_eos=True)
+        try:
+            for base in (40, 80, 120):  # three kept entries of 50 positions: 150 of the 250
+                sampler.generate([[1] + [base + i for i in range(30)]], params)
+            self.assertEqual(sampler.prefix_cache.stats()["entries"], 3)
+            # A batch of 2 x 80 positions leaves room for 90: two entries go when it is admitted, the
+            # third when its 79-position rows are kept (both rows sampled the same greedy ids: one entry).
+            more = SamplingParams(max_tokens=39, temperature=0.0, ignore_eos=True)
+            sampler.generate([[1] + list(range(150, 190))], more, n=2)
+            self.assertLessEqual(sampler.peak_kv_bytes, bound)
+            stats = sampler.prefix_cache.stats()
+            self.assertEqual((stats["evictions"], stats["entries"], stats["tokens"]), (3, 1, 79))
+        finally:
+            sampler.close()
+
+    def test_a_full_queue_refuses_with_503_and_a_request_over_a_bound_with_400(self):
+        model = micro_model(seed=15)
+        gate = ModelGate()
+        sampler = Sampler(
+            CachedDecoder(model, "fp32"), TOKENIZER, gate, max_rows=2, max_queued_rows=2,
+            max_kv_bytes=2 * 100 * PER_TOKEN,
+        )
+        params = SamplingParams(max_tokens=8, temperature=0.0, ignore_eos=True)
+        try:
+            with gate.exclusive():
+                thread, out = start(sampler.generate, [[1, 70, 71]], params, 2)
+                wait_for(lambda: len(sampler._pending) == 1)
+                with self.assertRaises(Refused) as full:
+                    sampler.generate([[1, 72]], params)
+                self.assertEqual((full.exception.status, full.exception.code), (503, "queue_full"))
+                self.assertEqual(full.exception.retry_after, 1.0)
+                self.assertIn("at capacity", str(full.exception))
+                self.assertEqual(sampler.stats()["refused"], 1)
+            thread.join()
+            self.assertEqual([len(r.ids) for r in out["rows"]], [8, 8])
+            # Once the queue drains, the same request runs.
+            self.assertEqual(len(sampler.generate([[1, 72]], params)[0].ids), 8)
+            with self.assertRaises(Refused) as rows:
+                sampler.generate([[1, 72]], params, n=3)
+            self.assertEqual((rows.exception.status, rows.exception.code), (400, "too_many_rows"))
+            with self.assertRaises(Refused) as kv:
+                sampler.generate([[1] + [72] * 150], SamplingParams(max_tokens=60), n=2)
+            self.assertEqual((kv.exception.status, kv.exception.code), (400, "kv_too_large"))
+        finally:
+            sampler.close()
+
+
+class OverloadOverHttpTest(unittest.TestCase):
+    def test_503_with_retry_after_and_a_reason_then_200_when_capacity_frees(self):
+        worker = Worker(
+            preset="micro", dtype="fp32", device="cpu", max_seq_len=128, max_rows=2, max_queued_rows=2, kv_cache_mb=64
+        )
+        body = {"prompt": [1, 70, 71], "max_tokens": 6, "temperature": 0, "ignore_eos": True, "n": 2}
+        with serve(worker) as call:
+            with worker.gate.exclusive():  # nothing decodes: the first request waits in the queue
+                thread, first = start(call, "/v1/completions", body)
+                wait_for(lambda: len(worker.sampler._pending) == 1)
+                status, headers, reply = call("/v1/completions", {**body, "n": 1})
+                self.assertEqual(status, 503)
+                self.assertEqual(headers["Retry-After"], "1")
+                self.assertEqual(reply["error"]["type"], "overloaded_error")
+                self.assertEqual(reply["error"]["code"], "queue_full")
+                self.assertIn("the engine is at capacity: 2 rows wait", reply["error"]["message"])
+            thread.join()
+            self.assertEqual(first["rows"][0], 200)
+            status, _, reply = call("/v1/completions", {**body, "n": 1})
+            self.assertEqual((status, len(reply["choices"][0]["token_ids"])), (200, 6))
+            status, headers, reply = call("/v1/completions", {**body, "n": 3})
+            self.assertEqual((status, reply["error"]["code"]), (400, "too_many_rows"))
+            self.assertNotIn("Retry-After", headers)
+            capacity = call("/info")[2]["capacity"]
+            self.assertEqual((capacity["refused"], capacity["max_rows"], capacity["max_queued_rows"]), (1, 2, 2))
+            self.assertEqual(capacity["max_kv_bytes"], 64 * 2**20)
+
+
+if __name__ == "__main__":
+    unittest.main()
