@@ -1,3 +1,4 @@
+import { z } from "zod";
 import type { Tokenizer } from "../model/index.js";
 import {
   normalizeQuery,
@@ -8,9 +9,11 @@ import {
   type Segment,
   type Step,
   segmentCosts,
+  TRAJECTORY_VERSION,
   type Trajectory,
+  trajectorySchema,
 } from "../protocol/index.js";
-import type { MasTrace } from "../teacher/index.js";
+import { MasTrace } from "../teacher/index.js";
 import type { Piece } from "./convert.js";
 
 export interface TextSegment {
@@ -45,11 +48,29 @@ export function callKey(step: Extract<Step, { type: "tool_call" }>): string {
   return `${step.tool}\u0000${step.tool === "code" ? args : args.toLowerCase()}`;
 }
 
+/** What distill records about a kept trajectory, in `Trajectory.meta.distill`: the trace it came from. */
+export const DistillMeta = z.object({
+  source: MasTrace.shape.source,
+  taskKind: MasTrace.shape.taskKind,
+  /** The task's gold answers. */
+  answers: MasTrace.shape.answers,
+  driver: MasTrace.shape.driver,
+  /** The teacher's own counts for the trace (`MasTrace.stats`). */
+  teacher: MasTrace.shape.stats,
+  /** `file:line` of the trace. */
+  trace: z.string(),
+});
+export type DistillMeta = z.infer<typeof DistillMeta>;
+
+/** A distilled record (`native.jsonl`): `meta.distill` typed. Reads v1 files too. */
+export const DistilledTrajectory = trajectorySchema({ distill: DistillMeta });
+export type DistilledTrajectory = z.infer<typeof DistilledTrajectory>;
+
 export interface BuildOptions {
   tokenizer: Tokenizer;
   profile: ProfileName;
   id: string;
-  meta?: Record<string, unknown>;
+  distill?: DistillMeta;
 }
 
 /**
@@ -67,6 +88,7 @@ export function buildTrajectory(trace: MasTrace, pieces: readonly Piece[], opts:
   const steps = pieces.map((p) => p.step);
   const answer = steps.findLast((s) => s.type === "answer");
   return {
+    version: TRAJECTORY_VERSION,
     id: opts.id,
     taskId: trace.taskId,
     question: trace.question,
@@ -80,7 +102,7 @@ export function buildTrajectory(trace: MasTrace, pieces: readonly Piece[], opts:
     stats: stats(trace, steps, promptIds.length, segments),
     ...(trace.reward === null ? {} : { reward: trace.reward }),
     origin: "distill",
-    meta: opts.meta ?? {},
+    meta: opts.distill ? { distill: opts.distill } : {},
   };
 }
 

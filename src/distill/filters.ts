@@ -78,7 +78,7 @@ function toCandidate(
     tokenizer: opts.tokenizer,
     profile: opts.profile,
     id: `${trace.taskId}@${path.basename(ref.file)}:${ref.line}`,
-    meta: {
+    distill: {
       source: trace.source,
       taskKind: trace.taskKind,
       answers: trace.answers,

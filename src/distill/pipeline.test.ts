@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { Trajectory } from "../protocol/index.js";
+import { DistilledTrajectory } from "./build.js";
 import { DistillConfig } from "./config.js";
 import { EXPORT_FORMATS } from "./export/index.js";
 import { runDistill } from "./pipeline.js";
@@ -71,6 +72,23 @@ describe("runDistill", () => {
 
     const native = (await readFile(path.join(out, "native.jsonl"), "utf8")).trimEnd().split("\n");
     expect(native.map((l) => Trajectory.parse(JSON.parse(l)).taskId)).toEqual(["full", "short"]);
+    // v2, with the trace's facts in distill's own namespace, typed.
+    const records = native.map((l) => DistilledTrajectory.parse(JSON.parse(l)));
+    expect(records.map((t) => [t.version, t.origin, Object.keys(t.meta)])).toEqual([
+      [2, "distill", ["distill"]],
+      [2, "distill", ["distill"]],
+    ]);
+    expect(records.map((t) => [t.meta.distill.trace, t.meta.distill.answers, t.meta.distill.driver])).toEqual(
+      [
+        [`${file}:1`, fullTrace().answers, fullTrace().driver],
+        [`${file}:2`, shortTrace().answers, shortTrace().driver],
+      ],
+    );
+    // The same records as distill wrote them before v2 (no version, meta flat) read back equal.
+    const v1 = records.map(({ version: _, meta, ...rest }) =>
+      JSON.stringify({ ...rest, meta: meta.distill }),
+    );
+    expect(v1.map((l) => DistilledTrajectory.parse(JSON.parse(l)))).toEqual(records);
     const written = await readdir(out, { recursive: true });
     expect(written.sort()).toEqual(
       [

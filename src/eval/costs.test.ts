@@ -17,6 +17,7 @@ function trajectory(tok: Tokenizer): Trajectory {
     segments.map((s) => ({ source: s.source, tokens: s.ids.length })),
   );
   return {
+    version: 2,
     id: "t",
     question: "Who wrote Dune?",
     profile: "mhqa",
@@ -27,6 +28,7 @@ function trajectory(tok: Tokenizer): Trajectory {
     answer: "Frank Herbert",
     finishReason: "answer",
     stats: { ...emptyTrajectoryStats(), promptTokens: promptIds.length, ...costs },
+    origin: "run",
     meta: {},
   };
 }

@@ -56,6 +56,19 @@ function scripted() {
   });
 }
 
+/** Options for one sample of each task, in a fresh out folder. */
+async function oneSampleRun() {
+  const outDir = await mkdtemp(path.join(tmpdir(), "coa-eval-"));
+  const opts = {
+    tools: new Map([["wiki_search" as const, search]]),
+    tasks,
+    profile: "all" as const,
+    k: 1,
+    outDir,
+  };
+  return { opts, outDir };
+}
+
 describe("evaluate", () => {
   it("runs k samples per task through the runtime, scores them and accounts their cost", async () => {
     const outDir = await mkdtemp(path.join(tmpdir(), "coa-eval-"));
@@ -78,7 +91,11 @@ describe("evaluate", () => {
     expect(lines).toHaveLength(4);
     const first = JSON.parse(lines[0]!);
     expect(first.origin).toBe("eval");
-    expect(first.meta.eval).toMatchObject({ scorer: expect.any(String), error: null });
+    expect(first.version).toBe(2);
+    expect(first.meta.eval).toMatchObject({ scorer: expect.any(String), error: null, answers: ["Denmoor"] });
+    // Each key once, in its writer's namespace: the gold answers only in eval's verdict.
+    expect(Object.keys(first.meta).sort()).toEqual(["eval", "runtime"]);
+    expect(first.meta.runtime.calls).toHaveLength(2);
   });
 
   it("splits success by task kind, keeps each task's avg@k, and measures copying on world tasks", async () => {
@@ -123,14 +140,7 @@ describe("evaluate", () => {
   });
 
   it("resumes: samples already on disk are not run again, and a torn last line is repaired", async () => {
-    const outDir = await mkdtemp(path.join(tmpdir(), "coa-eval-"));
-    const opts = {
-      tools: new Map([["wiki_search" as const, search]]),
-      tasks,
-      profile: "all" as const,
-      k: 1,
-      outDir,
-    };
+    const { opts, outDir } = await oneSampleRun();
     await evaluate({ ...opts, model: scripted() });
     const file = path.join(outDir, "trajectories.jsonl");
     const [firstLine] = (await readFile(file, "utf8")).split("\n");
@@ -141,5 +151,33 @@ describe("evaluate", () => {
     expect(model.calls).toBe(2); // one task re-run: two model turns
     expect(summary.cost.episodes).toBe(2);
     expect((await readFile(file, "utf8")).trim().split("\n")).toHaveLength(2);
+  });
+
+  it("resumes from a file written before v2: flat meta, answers beside the verdict", async () => {
+    const { opts, outDir } = await oneSampleRun();
+    const fresh = await evaluate({ ...opts, model: scripted() });
+    const file = path.join(outDir, "trajectories.jsonl");
+    // The same records in the v1 shape, as eval wrote them before: no version, the runtime's keys
+    // and the verdict side by side in one flat meta, the gold answers twice.
+    const v1 = (await readFile(file, "utf8"))
+      .trim()
+      .split("\n")
+      .map((line) => {
+        const { version, meta, ...rest } = JSON.parse(line);
+        expect(version).toBe(2);
+        return JSON.stringify({
+          ...rest,
+          meta: { ...meta.runtime, answers: meta.eval.answers, eval: meta.eval },
+        });
+      });
+    expect(
+      v1.every((l) => !l.includes('"version"') && l.includes('"answers"') && l.includes('"calls"')),
+    ).toBe(true);
+    await writeFile(file, `${v1.join("\n")}\n`);
+
+    const model = scripted();
+    const resumed = await evaluate({ ...opts, model });
+    expect(model.calls).toBe(0); // every sample read back from the v1 file
+    expect(resumed).toEqual(fresh);
   });
 });

@@ -2,7 +2,13 @@ import path from "node:path";
 import pLimit from "p-limit";
 import { z } from "zod";
 import type { ModelClient } from "../model/index.js";
-import { completionIds, type ProfileName, parseCoa, type ToolTag, Trajectory } from "../protocol/index.js";
+import {
+  completionIds,
+  type ProfileName,
+  parseCoa,
+  type ToolTag,
+  trajectorySchema,
+} from "../protocol/index.js";
 import type { ScoreContext } from "../rewards/index.js";
 import { type Budget, type RunOptions, ranToolCalls, runAgent, type Sampling } from "../runtime/index.js";
 import { hashString, type Task } from "../tasks/index.js";
@@ -21,7 +27,7 @@ import {
   taskScores,
 } from "./metrics.js";
 
-/** What eval records about one sample, kept in Trajectory.meta.eval. */
+/** What eval records about one sample, kept in Trajectory.meta.eval (the gold answers only here). */
 export const SampleVerdict = z.object({
   sample: z.number().int().nonnegative(),
   correct: z.boolean(),
@@ -35,10 +41,8 @@ export type SampleVerdict = z.infer<typeof SampleVerdict>;
 /** The file an eval run appends its samples to, in its out folder. */
 export const EVAL_TRAJECTORIES_FILE = "trajectories.jsonl";
 
-/** A trajectory as eval writes it: the verdict on the sample in `meta.eval`. */
-export const EvalTrajectory = Trajectory.extend({
-  meta: Trajectory.shape.meta.pipe(z.object({ eval: SampleVerdict }).passthrough()),
-});
+/** A trajectory as eval writes it: the verdict on the sample in `meta.eval`. Reads v1 files too. */
+export const EvalTrajectory = trajectorySchema({ eval: SampleVerdict });
 export type EvalTrajectory = z.infer<typeof EvalTrajectory>;
 
 export interface EvalOptions {
@@ -137,7 +141,7 @@ export async function evaluate(opts: EvalOptions): Promise<EvalSummary> {
           const record: EvalTrajectory = {
             ...trajectory,
             reward: score.score,
-            meta: { ...trajectory.meta, answers: task.answers, eval: verdict },
+            meta: { ...trajectory.meta, eval: verdict },
           };
           await appendJsonl(file, record);
           done.set(sampleKey(task.id, sample), record);

@@ -14,6 +14,7 @@ function trajectory(
   extra: Partial<Trajectory> = {},
 ): Trajectory {
   return {
+    version: 2,
     id: "t1",
     question,
     profile: "mhqa",
@@ -28,6 +29,7 @@ function trajectory(
     answer: "Paris",
     finishReason: "answer",
     stats: emptyTrajectoryStats(),
+    origin: "run",
     meta: {},
     ...extra,
   };

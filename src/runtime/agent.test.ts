@@ -15,6 +15,7 @@ import {
 } from "../protocol/index.js";
 import { type Observation, type Tool, ToolArgsError } from "../tools/index.js";
 import { runAgent } from "./agent.js";
+import { RunTrajectory } from "./meta.js";
 import { trajectoryText } from "./text.js";
 import type { RunEvent, RunOptions } from "./types.js";
 
@@ -64,7 +65,9 @@ function run(
 
 /** Every record must satisfy these, whatever happened in the episode. */
 function expectTokenExact(traj: Trajectory, model: ScriptedModel) {
-  expect(Trajectory.parse(traj)).toBeTruthy();
+  // Written as v2 with its runtime meta typed: it reads back, through JSON, as it was.
+  expect(traj.version).toBe(2);
+  expect(RunTrajectory.parse(JSON.parse(JSON.stringify(traj)))).toEqual(JSON.parse(JSON.stringify(traj)));
   const ids = completionIds(traj);
   const mask = lossMask(traj);
   const modelPositions = traj.segments.flatMap((s) => s.ids.map(() => s.source === "model"));
@@ -139,7 +142,7 @@ describe("runAgent: a full web episode", () => {
       events.filter((e) => e.type === "tool_start").map((e) => e.type === "tool_start" && e.tool),
     ).toEqual(["web_search", "crawl_page"]);
     expect(events.at(-1)).toMatchObject({ type: "finish", finishReason: "answer", answer: "Fredville" });
-    const calls = traj.meta.calls as { action: string; tool?: string }[];
+    const calls = traj.meta.runtime.calls;
     expect(calls.map((c) => c.action)).toEqual(["tool", "tool", "answer"]);
     expect(traj.stats.wallMs).toBeGreaterThanOrEqual(traj.stats.modelMs + traj.stats.toolMs - 1);
   });
@@ -226,10 +229,7 @@ describe("runAgent: budgets", () => {
       sampling: { maxTokensPerTurn: 12 },
     });
     expect(traj).toMatchObject({ finishReason: "answer", answer: "Fredville" });
-    expect((traj.meta.calls as { finishReason: string }[]).map((c) => c.finishReason)).toEqual([
-      "length",
-      "stop",
-    ]);
+    expect(traj.meta.runtime.calls.map((c) => c.finishReason)).toEqual(["length", "stop"]);
     expect(model.requests[1]!.promptIds).toHaveLength(traj.promptIds.length + 12);
     expect(trajectoryText(traj, bytes).completion).toBe(answer);
     expect(traj.segments.every((s) => s.source === "model")).toBe(true);
@@ -244,7 +244,7 @@ describe("runAgent: budgets", () => {
     const traj = await done;
     expect(traj).toMatchObject({ finishReason: "max_tokens", answer: null });
     const cut = { start: 0, end: trajectoryText(traj, bytes).completion.length };
-    expect(traj.meta.formatErrors).toEqual([
+    expect(traj.meta.runtime.formatErrors).toEqual([
       { kind: "truncated_turn", message: expect.stringContaining("max_tokens"), span: cut },
       { kind: "unclosed_tag", message: expect.any(String), span: cut },
     ]);
@@ -263,7 +263,7 @@ describe("runAgent: budgets", () => {
     });
     const traj = await done;
     expect(traj.finishReason).toBe("max_turns");
-    const calls = traj.meta.calls as { finishReason: string; action: string }[];
+    const calls = traj.meta.runtime.calls;
     expect(calls.map((c) => [c.finishReason, c.action])).toEqual([
       ["stop", "tool"],
       ["length", "continue"],
@@ -271,7 +271,7 @@ describe("runAgent: budgets", () => {
     ]);
     const completion = trajectoryText(traj, bytes).completion;
     const cutAt = completion.indexOf("the ");
-    const errors = traj.meta.formatErrors as { kind: string; span: { start: number; end: number } }[];
+    const errors = traj.meta.runtime.formatErrors;
     expect(errors.map((e) => e.kind)).toEqual(["truncated_turn", "stray_text"]);
     expect(errors[0]!.span).toEqual({ start: cutAt, end: completion.length });
     expect(completion.slice(cutAt)).toBe("the ".repeat(32)); // two calls of 64 tokens
@@ -309,7 +309,7 @@ describe("runAgent: budgets", () => {
     );
     const traj = await done;
     expect(traj).toMatchObject({ finishReason: "fallback_suggested_answer", answer: "Fredville" });
-    expect(traj.meta.budgetExhausted).toBe("max_turns");
+    expect(traj.meta.runtime.budgetExhausted).toBe("max_turns");
   });
 });
 
@@ -361,7 +361,7 @@ describe("runAgent: format errors", () => {
     const traj = await done;
     expect(traj).toMatchObject({ finishReason: "answer", answer: "Fredville" });
     expect(tool.runs).toBe(1);
-    const kinds = (traj.meta.formatErrors as { kind: string }[]).map((e) => e.kind);
+    const kinds = traj.meta.runtime.formatErrors.map((e) => e.kind);
     expect(kinds).toEqual([
       "stray_text", // text before the tool call
       "bad_transition", // a tool call cannot start a trajectory
@@ -395,7 +395,7 @@ describe("runAgent: format errors", () => {
     );
     const traj = await done;
     expect(traj.finishReason).toBe("format_errors");
-    expect((traj.meta.formatErrors as { kind: string }[]).map((e) => e.kind)).toContain("disabled_tag");
+    expect(traj.meta.runtime.formatErrors.map((e) => e.kind)).toContain("disabled_tag");
   });
 });
 
@@ -451,7 +451,7 @@ describe("runAgent: tool and model failures", () => {
     const { done } = run(["<think>Search.</think>\n<web_search>q</web_search>"]);
     const traj = await done;
     expect(traj).toMatchObject({ finishReason: "model_error", answer: null });
-    expect(traj.meta.error).toBe("Error: ScriptedModel: no continuation left (the script has 1)");
+    expect(traj.meta.runtime.error).toBe("Error: ScriptedModel: no continuation left (the script has 1)");
     expect(traj.stats.toolCalls).toEqual({ web_search: 1 });
   });
 
@@ -518,7 +518,7 @@ describe("runAgent: hostile replies", () => {
     expect(segment.ids).toEqual(bytes.encode(reply).slice(0, 16_384));
     expect("logprobs" in segment && segment.logprobs).toHaveLength(16_384);
     expect(traj.stats.modelTokens).toBe(16_384);
-    expect(traj.meta.calls).toEqual([
+    expect(traj.meta.runtime.calls).toEqual([
       expect.objectContaining({
         modelTokens: 16_384,
         finishReason: "length",
@@ -544,7 +544,7 @@ describe("runAgent: hostile replies", () => {
     expect(traj).toMatchObject({
       finishReason: "model_error",
       answer: null,
-      meta: { error: "RangeError: boom" },
+      meta: { runtime: { error: "RangeError: boom" } },
     });
     expect(traj.segments).toHaveLength(1);
     expect(Trajectory.parse(traj)).toBeTruthy();

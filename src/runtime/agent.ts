@@ -12,11 +12,13 @@ import {
   type Segment,
   type Step,
   stopSequences,
+  TRAJECTORY_VERSION,
   type Trajectory,
   type TrajectoryStats,
   validateTrajectorySteps,
 } from "../protocol/index.js";
 import { formatFeedback, NO_ACTION_MESSAGE } from "./feedback.js";
+import type { RunTrajectory, RuntimeMeta } from "./meta.js";
 import { ToolCaller, type ToolCallOutcome } from "./tool-calls.js";
 import {
   type Budget,
@@ -27,6 +29,11 @@ import {
   type RunOptions,
   type Sampling,
 } from "./types.js";
+
+/** What a model call came to: the choice to act on, or the episode's end. */
+type CallOutcome =
+  | { type: "called"; choice: CompletionChoice }
+  | { type: "ended"; trajectory: RunTrajectory };
 
 const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_OBSERVATION_CHARS = 3_000;
@@ -43,7 +50,7 @@ const DEFAULT_MAX_OBSERVATION_CHARS = 3_000;
  * Tool failures are observations too; only model errors (finish "model_error") and a caller's abort
  * (which rejects) end an episode early.
  */
-export function runAgent(opts: RunOptions): Promise<Trajectory> {
+export function runAgent(opts: RunOptions): Promise<RunTrajectory> {
   return new Episode(opts).run();
 }
 
@@ -78,7 +85,7 @@ class Episode {
   private readonly suggestions: string[] = [];
   private readonly calls: CallRecord[] = [];
   private readonly formatErrors: FormatError[] = [];
-  private readonly meta: Record<string, unknown>;
+  private readonly meta: RuntimeMeta;
   private promptFormat: Trajectory["promptFormat"];
   private readonly stats: TrajectoryStats = emptyTrajectoryStats();
 
@@ -103,7 +110,7 @@ class Episode {
   }
 
   /** Records the episode whatever happens: an unexpected error ends it as a model error, not a throw. */
-  async run(): Promise<Trajectory> {
+  async run(): Promise<RunTrajectory> {
     try {
       return await this.loop();
     } catch (err) {
@@ -112,7 +119,7 @@ class Episode {
     }
   }
 
-  private async loop(): Promise<Trajectory> {
+  private async loop(): Promise<RunTrajectory> {
     // The caller may have spent the time already (`startedAt`: coa run waiting on GET /v1/models).
     if (this.timeUp()) return this.outOfBudget("max_time");
     try {
@@ -132,8 +139,8 @@ class Episode {
 
       const turn = ++this.stats.turns;
       const called = await this.callModel(turn, room);
-      if (!("tokenIds" in called)) return called;
-      if (called.finishReason === "length") continue;
+      if (called.type === "ended") return called.trajectory;
+      if (called.choice.finishReason === "length") continue;
 
       const ended = await this.endTurn(turn, this.calls.at(-1)!);
       if (ended) return ended;
@@ -158,8 +165,8 @@ class Episode {
     return chat ? chat.ids : model.tokenize(renderPrompt(options), { signal });
   }
 
-  /** One model call, recorded; returns the trajectory instead when the call ends the episode. */
-  private async callModel(turn: number, room: number): Promise<CompletionChoice | Trajectory> {
+  /** One model call, recorded; or the trajectory, when the call ends the episode. */
+  private async callModel(turn: number, room: number): Promise<CallOutcome> {
     const { seed } = this.sampling;
     const asked = Math.min(this.sampling.maxTokensPerTurn, room);
     const { signal } = this;
@@ -186,7 +193,7 @@ class Episode {
       if (cutTokens) choice = await this.cutToBudget(choice, asked, signal);
     } catch (err) {
       this.stats.modelMs += performance.now() - modelStart;
-      return this.failed(err);
+      return { type: "ended", trajectory: this.failed(err) };
     }
     const modelMs = performance.now() - modelStart;
     this.stats.modelMs += modelMs;
@@ -209,7 +216,7 @@ class Episode {
       ms: modelMs,
       finishReason: choice.finishReason,
     });
-    return choice;
+    return { type: "called", choice };
   }
 
   /**
@@ -257,7 +264,7 @@ class Episode {
   }
 
   /** Acts on a finished turn; returns the trajectory when the episode is over. */
-  private async endTurn(turn: number, record: CallRecord): Promise<Trajectory | undefined> {
+  private async endTurn(turn: number, record: CallRecord): Promise<RunTrajectory | undefined> {
     const { start, steps, errors } = this.parseTurn(turn);
 
     const answer = steps.find((s) => s.type === "answer");
@@ -341,7 +348,7 @@ class Episode {
     text: string,
     fromTool: boolean,
     record: CallRecord,
-  ): Promise<Trajectory | undefined> {
+  ): Promise<RunTrajectory | undefined> {
     const rendered = renderObservation(text);
     let ids: number[];
     try {
@@ -380,7 +387,7 @@ class Episode {
   }
 
   /** A budget ran out: the last suggested answer stands in for the answer when there is one. */
-  private outOfBudget(reason: FinishReason): Trajectory {
+  private outOfBudget(reason: FinishReason): RunTrajectory {
     if (this.pending) this.countTruncatedTurn(reason);
     const fallback = this.suggestions.at(-1);
     if (fallback === undefined) return this.finish(reason, null);
@@ -413,23 +420,24 @@ class Episode {
    * How a failed model call ends the episode: the caller's abort rejects, a call the deadline cut
    * (or any failure once time is up) is `max_time`, anything else `model_error`.
    */
-  private failed(err: unknown): Trajectory {
+  private failed(err: unknown): RunTrajectory {
     if (this.opts.signal?.aborted) throw this.opts.signal.reason;
     if (this.timeUp()) return this.outOfBudget("max_time");
     return this.modelError(err);
   }
 
-  private modelError(err: unknown): Trajectory {
+  private modelError(err: unknown): RunTrajectory {
     const message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
     this.meta.error = clipServerText(message, MAX_ERROR_CHARS);
     return this.finish("model_error", null);
   }
 
-  private finish(finishReason: FinishReason, answer: string | null): Trajectory {
+  private finish(finishReason: FinishReason, answer: string | null): RunTrajectory {
     this.stats.wallMs = round(performance.now() - this.started);
     this.stats.modelMs = round(this.stats.modelMs);
     this.stats.toolMs = round(this.stats.toolMs);
-    const trajectory: Trajectory = {
+    const trajectory: RunTrajectory = {
+      version: TRAJECTORY_VERSION,
       id: randomUUID(),
       ...(this.opts.taskId === undefined ? {} : { taskId: this.opts.taskId }),
       question: this.opts.question,
@@ -446,7 +454,7 @@ class Episode {
       finishReason,
       stats: this.stats,
       origin: this.opts.origin ?? "run",
-      meta: this.meta,
+      meta: { runtime: this.meta },
     };
     this.emit({ type: "finish", finishReason, answer, trajectory });
     return trajectory;
@@ -463,7 +471,7 @@ function withDefaults<T extends object>(defaults: T, given: Partial<T> = {}): T 
 
 const round = (ms: number) => Math.round(ms * 100) / 100;
 
-/** `meta.error` keeps this much: model clients clip server bodies, this bounds any other error. */
+/** `meta.runtime.error` keeps this much: model clients clip server bodies, this bounds any other error. */
 const MAX_ERROR_CHARS = 2_000;
 
 function shiftStep(step: Step, by: number): Step {

@@ -2,9 +2,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { ByteTokenizer, OpenAICompatibleClient, unavailableModel } from "../model/index.js";
 import { type FixtureHandler, FixtureServer } from "../model/testing/index.js";
-import { Trajectory } from "../protocol/index.js";
 import type { Tool } from "../tools/index.js";
 import { runAgent } from "./agent.js";
+import { RunTrajectory } from "./meta.js";
 import type { RunOptions } from "./types.js";
 
 // Issue 22, item 6: the episode's deadline bounds every model-server call (tokenize included, before
@@ -49,7 +49,7 @@ async function episode(routes: Record<string, FixtureHandler>, options: Partial<
     question: "What is the capital of Freedonia?",
     ...options,
   });
-  return { trajectory: Trajectory.parse(trajectory), ms: performance.now() - started, server: fixture };
+  return { trajectory: RunTrajectory.parse(trajectory), ms: performance.now() - started, server: fixture };
 }
 
 describe("the episode deadline holds on every model call", () => {
@@ -88,7 +88,7 @@ describe("the episode deadline holds on every model call", () => {
       "POST /tokenize": () => ({ status: 500, text: "E".repeat(50_000) }),
     });
     expect(trajectory.finishReason).toBe("model_error");
-    const error = trajectory.meta.error as string;
+    const error = trajectory.meta.runtime.error ?? "";
     expect(error).toMatch(
       /^ModelHttpError: POST .*\/tokenize failed with HTTP 500: E+…\[clipped: 50000 chars/,
     );
@@ -119,10 +119,10 @@ describe("a model that could not be opened", () => {
   it("is recorded as model_error with the opening error", async () => {
     const model = unavailableModel("http://x/v1", new Error("GET http://x/v1/models: refused"));
     const trajectory = await runAgent({ model, tools: new Map(), profile: "web", question: "q" });
-    expect(Trajectory.parse(trajectory)).toMatchObject({
+    expect(RunTrajectory.parse(trajectory)).toMatchObject({
       finishReason: "model_error",
       model: "http://x/v1",
-      meta: { error: "Error: GET http://x/v1/models: refused" },
+      meta: { runtime: { error: "Error: GET http://x/v1/models: refused" } },
     });
   });
 });

@@ -64,7 +64,7 @@ describe("runAgent under a dialect", () => {
       ],
       [],
     );
-    expect(t.meta.formatErrors).toMatchObject([{ kind: "bad_score" }]);
+    expect(t.meta.runtime.formatErrors).toMatchObject([{ kind: "bad_score" }]);
     const clean = await episode(
       "web",
       "afm-web",

@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Engine } from "../model/index.js";
-import { completionIds, lossMask, renderPrompt, type Trajectory } from "../protocol/index.js";
+import { completionIds, lossMask, renderPrompt } from "../protocol/index.js";
 import { runAgent } from "./agent.js";
+import type { RunTrajectory } from "./meta.js";
 
 // The embedded engine (micro preset, untrained) as the model: whatever it writes, the record must
 // be token-exact, which is what RL depends on.
 let engine: Engine;
-let trajectory: Trajectory;
+let trajectory: RunTrajectory;
 
 beforeAll(async () => {
   engine = await Engine.start({ preset: "micro" }, { dtype: "fp32", onLog: () => {} });
@@ -25,7 +26,7 @@ describe("runAgent on the embedded engine", () => {
   it("records the ids the engine sampled, with their logprobs, and the ids it was fed", async () => {
     const ids = [...trajectory.promptIds, ...completionIds(trajectory)];
     expect(trajectory.stats.modelCalls).toBeGreaterThan(0);
-    expect(trajectory.meta.exactIds).toBeUndefined();
+    expect(trajectory.meta.runtime.exactIds).toBeUndefined();
     // Re-scoring the whole record gives back, at every model token, the logprob recorded when it
     // was sampled: the engine saw exactly these ids, in this order, at each call.
     const [scored] = await engine.score([ids]);

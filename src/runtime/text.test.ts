@@ -48,7 +48,7 @@ describe("ranToolCalls", () => {
   it("reads back the calls the runtime ran, skipping turns fed back for format errors", async () => {
     const traj = await episode();
     expect(traj).toMatchObject({ finishReason: "answer", stats: { formatErrors: 2 } }); // stray text, and a call first
-    const calls = traj.meta.calls as { finishReason: string }[];
+    const { calls } = traj.meta.runtime;
     expect(calls.filter((c) => c.finishReason === "length").length).toBeGreaterThan(3);
     expect(await ranToolCalls(traj, decode)).toEqual([
       { tool: "web_search", args: "capital of Freedonia" },
@@ -57,9 +57,8 @@ describe("ranToolCalls", () => {
     expect(await ranToolCalls(traj, decode, 1)).toHaveLength(1);
   });
 
-  it("without meta.calls, counts every turn an observation follows", async () => {
-    const { meta, ...rest } = await episode();
-    const calls = await ranToolCalls({ ...rest, meta: { answers: meta.answers } }, decode);
+  it("without meta.runtime.calls, counts every turn an observation follows", async () => {
+    const calls = await ranToolCalls({ ...(await episode()), meta: {} }, decode);
     expect(calls.map((c) => c.args)).toEqual(["Freedonia", "capital of Freedonia", "Fredville"]);
   });
 });

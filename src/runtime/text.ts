@@ -13,13 +13,13 @@ export function trajectoryText(
   };
 }
 
-/** The part of `meta.calls` (one CallRecord per model call, so per model segment) read back here. */
+/** The part of `meta.runtime.calls` (one CallRecord per model call, so per model segment) read back here. */
 const CallActions = z.array(z.object({ action: z.string() }));
 
 /**
  * The tool calls the runtime ran, in order, read back from a record: each turn's model segments are
  * decoded together and parsed as the runtime parsed them, and a turn whose call record says `tool`
- * ran its last step. Turns fed back for format errors are not calls. A record without `meta.calls`
+ * ran its last step. Turns fed back for format errors are not calls. A record without `meta.runtime.calls`
  * (not from runAgent) counts every turn an observation follows. Stops after `limit` calls, since
  * each costs a decode.
  */
@@ -28,7 +28,7 @@ export async function ranToolCalls(
   decode: (ids: number[]) => string | Promise<string>,
   limit = Number.POSITIVE_INFINITY,
 ): Promise<{ tool: ToolTag; args: string }[]> {
-  const records = CallActions.safeParse(trajectory.meta.calls);
+  const records = CallActions.safeParse(trajectory.meta.runtime?.calls);
   const segments = trajectory.segments;
   const out: { tool: ToolTag; args: string }[] = [];
   let turn: number[] = [];

@@ -6,9 +6,10 @@ import type {
   ProfileName,
   Step,
   ToolTag,
-  Trajectory,
+  TrajectoryOrigin,
 } from "../protocol/index.js";
 import type { Observation, Tool } from "../tools/index.js";
+import type { RunTrajectory } from "./meta.js";
 
 /** Where an episode stops; whichever limit is hit first ends it (see docs/runtime.md). */
 export interface Budget {
@@ -62,7 +63,7 @@ export interface RunOptions {
   /** Observation text beyond this is cut by the tool, with a marker. */
   maxObservationChars?: number;
   /** Recorded as Trajectory.origin; default "run". */
-  origin?: string;
+  origin?: TrajectoryOrigin;
   onEvent?: (event: RunEvent) => void;
   /** Cancels the episode: runAgent then rejects with the signal's reason. */
   signal?: AbortSignal;
@@ -81,9 +82,9 @@ export type RunEvent =
   | { type: "format_error"; turn: number; errors: FormatError[]; total: number }
   | { type: "tool_start"; turn: number; tool: ToolTag; args: string }
   | { type: "tool_end"; turn: number; tool: ToolTag; observation: Observation; duplicate: boolean }
-  | { type: "finish"; finishReason: FinishReason; answer: string | null; trajectory: Trajectory };
+  | { type: "finish"; finishReason: FinishReason; answer: string | null; trajectory: RunTrajectory };
 
-/** One model call as recorded in Trajectory.meta.calls: the per-step timing and what followed it. */
+/** One model call as recorded in Trajectory.meta.runtime.calls: the per-step timing and what followed it. */
 export interface CallRecord {
   turn: number;
   modelMs: number;

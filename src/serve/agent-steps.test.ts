@@ -78,8 +78,8 @@ describe("coa serve with a scripted model and the real tools", () => {
     expect(model.peakInFlight).toBe(2);
     const logged = await serve.logged();
     expect(logged).toHaveLength(before + questions.length);
-    expect(new Set(logged.map((t) => t.meta.responseId))).toEqual(
-      new Set([...logged.slice(0, before).map((t) => t.meta.responseId), ...replies.map((r) => r.id)]),
+    expect(new Set(logged.map((t) => t.meta.serve.responseId))).toEqual(
+      new Set([...logged.slice(0, before).map((t) => t.meta.serve.responseId), ...replies.map((r) => r.id)]),
     );
   });
 });
@@ -105,7 +105,7 @@ describe("a tool that hangs", () => {
       });
       expect(reply.choices[0]!.message.content).toBe("Ilse Brandt (Veltmoor)");
       const [t] = await hanging.logged();
-      expect((t!.meta.calls as { toolMs?: number }[])[0]!.toolMs).toBeGreaterThanOrEqual(195);
+      expect(t!.meta.runtime.calls[0]!.toolMs).toBeGreaterThanOrEqual(195);
     } finally {
       await hanging.close();
     }

@@ -1,8 +1,8 @@
 import pLimit, { type LimitFunction } from "p-limit";
 import type { ModelClient } from "../model/index.js";
-import type { ProfileName, Trajectory } from "../protocol/index.js";
+import type { ProfileName } from "../protocol/index.js";
 import { type Budget, type RunEvent, type RunOptions, runAgent, type Sampling } from "../runtime/index.js";
-import type { TrajectoryStore } from "./trajectory-store.js";
+import type { ServedTrajectory, TrajectoryStore } from "./trajectory-store.js";
 
 /** The agent a server runs for every request: one model, one toolset, defaults from the command line. */
 export interface AgentConfig {
@@ -51,7 +51,7 @@ export class AgentRunner {
     return this.config.store;
   }
 
-  run(req: EpisodeRequest): Promise<Trajectory> {
+  run(req: EpisodeRequest): Promise<ServedTrajectory> {
     return this.limit(async () => {
       // The client may have left while the request waited in the queue.
       req.signal.throwIfAborted();

@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
 import type { Context } from "hono";
 import { streamSSE } from "hono/streaming";
-import type { Trajectory } from "../protocol/index.js";
 import type { AgentRunner, EpisodeRequest } from "./agent.js";
 import { ApiError, asApiError } from "./errors.js";
 import { ChunkWriter } from "./stream.js";
+import type { ServedTrajectory } from "./trajectory-store.js";
 import { ChatRequest, completionBody, questionOf, type ReplyHead } from "./wire.js";
 
 /** `POST /v1/chat/completions`: one agent episode per request, its answer as the reply. */
@@ -49,7 +49,7 @@ export async function chatCompletions(c: Context, agent: AgentRunner): Promise<R
   return streamSSE(c, async (stream) => {
     const writer = new ChunkWriter(stream, head);
     writer.start();
-    let trajectory: Trajectory;
+    let trajectory: ServedTrajectory;
     try {
       trajectory = checked(await agent.run({ ...episode, onEvent: (e) => writer.event(e) }));
     } catch (err) {
@@ -89,12 +89,12 @@ async function readRequest(c: Context): Promise<ChatRequest> {
  * A model that failed ends the episode as `model_error`: recorded, but no answer to give, so the
  * reply is a 502 naming the trajectory that says what went wrong.
  */
-function checked(t: Trajectory): Trajectory {
+function checked(t: ServedTrajectory): ServedTrajectory {
   if (t.finishReason !== "model_error") return t;
-  const responseId = String(t.meta.responseId);
+  const { responseId } = t.meta.serve;
   throw new ApiError(
     502,
-    `the model failed: ${String(t.meta.error ?? "unknown error")} (trajectory: GET /v1/trajectories/${responseId})`,
+    `the model failed: ${t.meta.runtime.error ?? "unknown error"} (trajectory: GET /v1/trajectories/${responseId})`,
     "server_error",
     "model_error",
   );

@@ -3,8 +3,9 @@ import { generateText, streamText } from "ai";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Engine } from "../model/index.js";
-import { completionIds, lossMask, Trajectory } from "../protocol/index.js";
+import { completionIds, lossMask, type Trajectory } from "../protocol/index.js";
 import { startTestServe, type TestServe } from "./testing.js";
+import { ServedTrajectory } from "./trajectory-store.js";
 import type { StepDelta } from "./wire.js";
 
 // The official clients against `coa serve` backed by the embedded engine (micro preset, untrained):
@@ -25,10 +26,10 @@ afterAll(async () => {
   await engine?.close();
 });
 
-async function trajectoryOf(id: string): Promise<Trajectory> {
+async function trajectoryOf(id: string): Promise<ServedTrajectory> {
   const res = await fetch(`${serve.url}/trajectories/${id}`);
   expect(res.status).toBe(200);
-  return Trajectory.parse(await res.json());
+  return ServedTrajectory.parse(await res.json());
 }
 
 /** What OpenAI's usage must say of a trajectory: every token, the model's own as completion. */
@@ -64,9 +65,9 @@ describe("the openai client", () => {
     expect(reply.usage).toEqual(expectedUsage(t));
     expect(t).toMatchObject({ question, model: engine.name, origin: "serve" });
     // The request's fields reached the episode.
-    expect(t.meta.sampling).toMatchObject({ seed: 3, temperature: 0.8 });
-    expect(t.meta.budget).toMatchObject({ maxTokens: 900, maxTurns: 2 });
-    expect((await serve.logged()).map((r) => r.meta.responseId)).toContain(reply.id);
+    expect(t.meta.runtime.sampling).toMatchObject({ seed: 3, temperature: 0.8 });
+    expect(t.meta.runtime.budget).toMatchObject({ maxTokens: 900, maxTurns: 2 });
+    expect((await serve.logged()).map((r) => r.meta.serve.responseId)).toContain(reply.id);
   });
 
   it("streams the steps in delta.coa_step, then the finish and the usage", async () => {
@@ -97,7 +98,7 @@ describe("the openai client", () => {
     expect(finishes.filter(Boolean)).toEqual([t.finishReason === "answer" ? "stop" : "length"]);
     expect(usage).toEqual(expectedUsage(t));
     // An untrained model's turns come back as format errors: each one is streamed as it happens.
-    const errors = (t.meta.formatErrors as { message: string }[]).map((e) => e.message);
+    const errors = t.meta.runtime.formatErrors.map((e) => e.message);
     expect(errors.length).toBeGreaterThan(0);
     const streamed = steps.filter((s) => s.kind === "format_error").map((s) => s.text);
     expect(streamed.join("\n")).toBe(errors.join("\n"));
@@ -137,7 +138,7 @@ describe("the AI SDK (@ai-sdk/openai-compatible)", () => {
     const t = await trajectoryOf((await result.response).id);
     expect(text).toBe(t.answer ?? "");
     expect((await result.usage).outputTokens).toBe(expectedUsage(t).completion_tokens);
-    expect(t.meta.budget).toMatchObject({ maxTokens: 800 });
+    expect(t.meta.runtime.budget).toMatchObject({ maxTokens: 800 });
     expect(steps.length).toBeGreaterThan(0);
   });
 });

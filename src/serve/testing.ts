@@ -2,17 +2,16 @@ import { mkdtemp, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ModelClient } from "../model/index.js";
-import type { Trajectory } from "../protocol/index.js";
 import type { RunOptions } from "../runtime/index.js";
 import { type AgentConfig, AgentRunner } from "./agent.js";
 import { type RunningServer, startServe } from "./server.js";
-import { TrajectoryStore } from "./trajectory-store.js";
+import { ServedTrajectory, TrajectoryStore } from "./trajectory-store.js";
 
 export interface TestServe extends RunningServer {
   /** The trajectory log this server appends to. */
   log: string;
   /** Every record in the log; throws on a torn line, which must never happen. */
-  logged(): Promise<Trajectory[]>;
+  logged(): Promise<ServedTrajectory[]>;
 }
 
 /** `coa serve` on a free loopback port, its log in a fresh temp dir, for tests and the bench. */
@@ -41,7 +40,7 @@ export async function startTestServe(
       return text
         .split("\n")
         .filter(Boolean)
-        .map((line) => JSON.parse(line) as Trajectory);
+        .map((line) => ServedTrajectory.parse(JSON.parse(line)));
     },
   };
 }

@@ -1,5 +1,7 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
+import { DistillMeta } from "../distill/index.js";
+import { SampleVerdict } from "../eval/index.js";
 import type { Tokenizer } from "../model/index.js";
 import { completionIds, parseCoa, type Step, type Trajectory } from "../protocol/index.js";
 import type { MasTrace } from "../teacher/index.js";
@@ -146,6 +148,13 @@ function renderMas(m: MasTrace): string {
     .join("");
 }
 
+/** The gold answers a trajectory carries: in eval's verdict or in distill's meta, whichever wrote it. */
+function goldAnswers(t: Trajectory): string[] {
+  const fromEval = SampleVerdict.shape.answers.safeParse(t.meta.eval?.answers);
+  if (fromEval.success) return fromEval.data;
+  return DistillMeta.shape.answers.safeParse(t.meta.distill?.answers).data ?? [];
+}
+
 export function renderRecordPage(
   rec: ViewRecord,
   index: number,
@@ -153,8 +162,7 @@ export function renderRecordPage(
 ): string {
   const { root } = opts;
   const s = summarize(rec);
-  const gold =
-    rec.kind === "mas" ? rec.value.answers : ((rec.value.meta.answers as string[] | undefined) ?? []);
+  const gold = rec.kind === "mas" ? rec.value.answers : goldAnswers(rec.value);
   const header = `<h2>${escapeHtml(s.question)}</h2><p class="meta"><b>answer</b> ${escapeHtml(s.answer ?? "–")}${gold.length ? ` · <b>gold</b> ${escapeHtml(gold.join(" | "))}` : ""} · <b>reward</b> ${rewardCell(s.reward)} · <b>tokens</b> ${s.tokens} · <b>tool calls</b> ${s.toolCalls} · <b>finish</b> ${escapeHtml(s.status)} · ${escapeHtml(path.relative(root, rec.file))}:${rec.line}</p>`;
   const body =
     rec.kind === "trajectory" ? renderTrajectory(rec.value, opts.tokenizers) : renderMas(rec.value);

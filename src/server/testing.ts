@@ -26,6 +26,7 @@ export function sampleTrajectory(
     segments.filter((s) => s.source === source).reduce((n, s) => n + s.ids.length, 0);
   const promptIds = tokenizer.encode(renderPrompt({ profile: "all", question }));
   return {
+    version: 2,
     id: `t-${question.length}`,
     question,
     profile: "all",
@@ -36,7 +37,22 @@ export function sampleTrajectory(
     answer: last?.type === "answer" ? last.text : null,
     finishReason: "answer",
     reward: 1,
-    meta: { answers: ["1947"] },
+    origin: "eval",
+    meta: {
+      runtime: {
+        budget: { maxTurns: 24, maxTokens: 16_384, maxTimeMs: 600_000, maxFormatErrors: 3 },
+        sampling: { temperature: 1, topP: 1, maxTokensPerTurn: 1024 },
+        calls: turns.map((t, i) => ({
+          turn: i + 1,
+          modelMs: 1,
+          modelTokens: segments.filter((s) => s.source === "model")[i]!.ids.length,
+          finishReason: "stop",
+          action: t.observation === undefined ? "answer" : "tool",
+        })),
+        formatErrors: [],
+      },
+      eval: { sample: 0, correct: true, error: null, scorer: "exact", selfScore: null, answers: ["1947"] },
+    },
     stats: {
       turns: turns.length,
       toolCalls: { wiki_search: turns.filter((t) => t.observation !== undefined).length },

@@ -11,6 +11,7 @@ export function trajectoryOf(
 ): Trajectory {
   const modelTokens = segments.filter((s) => s.source === "model").reduce((a, s) => a + s.ids.length, 0);
   return {
+    version: 2,
     id,
     question: "q",
     profile: "mhqa",
@@ -38,6 +39,7 @@ export function trajectoryOf(
       modelMs: 0,
       toolMs: 0,
     },
+    origin: "run",
     meta: {},
   };
 }

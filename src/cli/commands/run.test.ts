@@ -6,7 +6,7 @@ import { Command } from "commander";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ByteTokenizer } from "../../model/index.js";
 import { type FixtureHandler, FixtureServer, inOrder } from "../../model/testing/index.js";
-import { Trajectory } from "../../protocol/index.js";
+import { RunTrajectory } from "../../runtime/index.js";
 import { register } from "./run.js";
 
 const bytes = new ByteTokenizer();
@@ -99,7 +99,7 @@ describe("coa run", () => {
 
     const records = (await readFile(out, "utf8")).trim().split("\n");
     expect(records).toHaveLength(1);
-    const traj = Trajectory.parse(JSON.parse(records[0]!));
+    const traj = RunTrajectory.parse(JSON.parse(records[0]!));
     expect(traj).toMatchObject({ model: "fixture-model", answer: "Sable River", finishReason: "answer" });
     const sent = server.bodies("POST /v1/completions") as { prompt: number[]; seed: number }[];
     expect(sent.map((b) => b.seed)).toEqual([5, 6, 7]);
@@ -136,7 +136,7 @@ describe("coa run under a hanging or failing server (issue 22, item 6)", () => {
         lines,
         ms,
         fixture,
-        traj: Trajectory.parse(JSON.parse(records[0]!)),
+        traj: RunTrajectory.parse(JSON.parse(records[0]!)),
         exitCode: process.exitCode,
       };
     } finally {
@@ -181,7 +181,7 @@ describe("coa run under a hanging or failing server (issue 22, item 6)", () => {
     expect(fixture.requests).toHaveLength(2);
     expect(exitCode).toBe(1);
     expect(traj.finishReason).toBe("model_error");
-    const error = traj.meta.error as string;
+    const error = traj.meta.runtime.error ?? "";
     expect(error).toMatch(/HTTP 502: [<>html]{500}…\[clipped: 120000 chars in all\] \(after 2 attempts\)$/);
     expect(error.length).toBeLessThan(700);
     expect(lines.join("\n").length).toBeLessThan(2_000);
@@ -195,7 +195,7 @@ describe("coa run under a hanging or failing server (issue 22, item 6)", () => {
     );
     expect(ms).toBeLessThan(1_500);
     expect(traj.finishReason).toBe("model_error");
-    expect(traj.meta.error).toMatch(/\/tokenize: no answer within 300 ms$/);
+    expect(traj.meta.runtime.error).toMatch(/\/tokenize: no answer within 300 ms$/);
     expect(fixture.requests).toHaveLength(1);
   });
 

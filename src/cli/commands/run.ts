@@ -153,8 +153,8 @@ export function formatEvent(event: RunEvent): string | null {
       const tools = Object.entries(stats.toolCalls)
         .map(([tool, n]) => `${tool}×${n}`)
         .join(" ");
-      const error =
-        typeof event.trajectory.meta.error === "string" ? `\n${pc.red(event.trajectory.meta.error)}` : "";
+      const { error: failure } = event.trajectory.meta.runtime;
+      const error = failure === undefined ? "" : `\n${pc.red(failure)}`;
       return (
         [
           "",

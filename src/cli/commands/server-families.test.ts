@@ -10,7 +10,8 @@ import {
   type ServerFamily,
   startFakeServer,
 } from "../../model/testing/index.js";
-import { renderPrompt, Trajectory } from "../../protocol/index.js";
+import { renderPrompt } from "../../protocol/index.js";
+import { RunTrajectory } from "../../runtime/index.js";
 import { parseFlags } from "../flags.js";
 import { EvalFlags, runEval } from "./eval.js";
 import { runQuestion } from "./run.js";
@@ -62,7 +63,7 @@ async function coaRun(family: ServerFamily, options: { chatTemplate?: boolean; f
       },
       (line) => lines.push(line.replace(/\x1b\[[0-9;]*m/g, "")),
     );
-    const traj = Trajectory.parse(JSON.parse((await readFile(out, "utf8")).trim()));
+    const traj = RunTrajectory.parse(JSON.parse((await readFile(out, "utf8")).trim()));
     return { traj, lines, server };
   } finally {
     await server.close();
@@ -70,18 +71,18 @@ async function coaRun(family: ServerFamily, options: { chatTemplate?: boolean; f
 }
 
 /** The record's completion text, from its ids (every family here uses byte ids). */
-const completion = (t: Trajectory) => bytes.decode(t.segments.flatMap((s) => s.ids));
+const completion = (t: RunTrajectory) => bytes.decode(t.segments.flatMap((s) => s.ids));
 
 /** The record's ids are the server's own, with a logprob for every generated one. */
-function expectExactWithLogprobs(traj: Trajectory) {
-  expect(traj.meta.exactIds).toBeUndefined();
+function expectExactWithLogprobs(traj: RunTrajectory) {
+  expect(traj.meta.runtime.exactIds).toBeUndefined();
   const model = traj.segments.filter((s) => s.source === "model");
   expect(model.length).toBeGreaterThan(0);
   expect(model.every((s) => s.logprobs?.length === s.ids.length)).toBe(true);
 }
 
 /** The prompt is our system prompt and the question through the fakes' ChatML template. */
-function expectChatml(traj: Trajectory) {
+function expectChatml(traj: RunTrajectory) {
   expect(traj.promptFormat).toEqual({ chatTemplate: true, customSystemPrompt: false });
   const prompt = bytes.decode(traj.promptIds);
   expect(prompt.startsWith("<|im_start|>system\nAnswer in tagged steps")).toBe(true);
@@ -89,12 +90,12 @@ function expectChatml(traj: Trajectory) {
 }
 
 /** The second model call read exactly the recorded ids: the prompt, the first reply, its observation. */
-function expectSecondCallRead(sentIds: number[] | undefined, traj: Trajectory) {
+function expectSecondCallRead(sentIds: number[] | undefined, traj: RunTrajectory) {
   expect(sentIds).toEqual([...traj.promptIds, ...traj.segments.slice(0, 2).flatMap((s) => s.ids)]);
 }
 
 /** What every family must give: the tool call closed and run once, the forged text cut, the answer. */
-function expectSolved(traj: Trajectory) {
+function expectSolved(traj: RunTrajectory) {
   expect(traj).toMatchObject({ finishReason: "answer", answer: "Fredville" });
   expect(traj.stats.toolCalls).toEqual({ web_search: 1 });
   expect(traj.stats.formatErrors).toBe(0);
@@ -127,7 +128,7 @@ describe("vLLM (completions with ids, /tokenize with messages, ChatML)", () => {
     expect(off.traj.promptFormat).toBeUndefined();
     const on = await coaRun("vllm", { chatTemplate: false, flags: { chatTemplate: "on" } });
     expect(on.traj.finishReason).toBe("model_error");
-    expect(on.traj.meta.error).toMatch(/cannot apply the model's chat template/);
+    expect(on.traj.meta.runtime.error).toMatch(/cannot apply the model's chat template/);
   });
 
   it("vllm with an AFM dialect and a supplied system prompt: one user turn, the template's own system", async () => {
@@ -187,7 +188,7 @@ describe("servers that drop the stop string and return no ids", () => {
     async (family, forced) => {
       const { traj, lines, server } = await coaRun(family, { flags: forced ? { textOnly: true } : {} });
       expectSolved(traj);
-      expect(traj.meta.exactIds).toBe(false);
+      expect(traj.meta.runtime.exactIds).toBe(false);
       expect(traj.tokenizer).toBe("coa-byte-v1");
       expect(traj.promptFormat).toBeUndefined();
       // Found by itself where not forced, and said once.
@@ -204,7 +205,7 @@ describe("OpenAI (chat completions only, strict fields)", () => {
   it("openai: chat route found by itself, messages sent, ids inexact, stop restored", async () => {
     const { traj, lines, server } = await coaRun("openai");
     expectSolved(traj);
-    expect(traj.meta.exactIds).toBe(false);
+    expect(traj.meta.runtime.exactIds).toBe(false);
     expect(traj.promptFormat).toEqual({ chatTemplate: true, customSystemPrompt: false });
     expect(lines.filter((l) => l.includes("generating through /v1/chat/completions"))).toHaveLength(1);
     const chats = server.bodies("POST /v1/chat/completions") as {
@@ -249,8 +250,8 @@ describe("coa eval against each family", () => {
         const [record] = (await readFile(join(flags.out, "trajectories.jsonl"), "utf8"))
           .trim()
           .split("\n")
-          .map((l) => Trajectory.parse(JSON.parse(l)));
-        expect(record!.meta.exactIds).toBe(exact ? undefined : false);
+          .map((l) => RunTrajectory.parse(JSON.parse(l)));
+        expect(record!.meta.runtime.exactIds).toBe(exact ? undefined : false);
         // Both model calls of the episode went through the family's generation route.
         expect(
           server.bodies(route).filter((b) => (b as { max_tokens?: number }).max_tokens !== 1),

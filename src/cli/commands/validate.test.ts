@@ -16,6 +16,7 @@ const question = "Who wrote Dune?";
 
 function record(completion: [source: "model" | "tool", text: string][], t: Tokenizer = tok): Trajectory {
   return {
+    version: 2,
     id: "r",
     question,
     profile: "mhqa",
@@ -26,6 +27,7 @@ function record(completion: [source: "model" | "tool", text: string][], t: Token
     answer: "Frank Herbert",
     finishReason: "answer",
     stats: emptyTrajectoryStats(),
+    origin: "run",
     meta: {},
   };
 }

@@ -160,6 +160,8 @@ describe("demo report", () => {
     expect(markdown).toContain("| AFM-SFT (coa-tiny) | 50.0% (1 of 2) | 0.0% (0 of 1) |");
     expect(markdown).toContain("| parse | 3 | 2 | schema 1 |");
     expect(markdown).toContain("(SFT loss (train and held-out): no plot was written)");
+    // The examples' gold answers come from eval's verdict (meta.eval.answers).
+    expect(markdown).toContain("answer `geologist`, gold `1947`");
     expect(await readFile(path.join(out, "report.html"), "utf8")).toContain(
       "<h2>Results on the test split</h2>",
     );

@@ -6,6 +6,7 @@ import {
   type CostSummary,
   costSummary,
   type EvalSummary,
+  EvalTrajectory,
   masTraceCost,
   type PairedDifference,
   pairedDifference,
@@ -124,16 +125,18 @@ function pairedGain(d: PairedDifference | null, k: number): string {
 }
 
 /** Three trajectories that show the model at work: a solved one, a failed one, and the longest. */
-function examples(records: readonly Trajectory[], tokenizer: Tokenizer): ReportBlock[] {
+function examples(records: readonly EvalTrajectory[], tokenizer: Tokenizer): ReportBlock[] {
   if (!records.length) return [{ kind: "text", text: "(no trajectories)" }];
   const solved = records.find((t) => (t.reward ?? 0) >= 1);
   const failed = records.find((t) => (t.reward ?? 0) < 1);
   const longest = [...records].sort((a, b) => b.stats.modelTokens - a.stats.modelTokens)[0];
-  const picks = [solved, failed, longest].filter((t, i, all): t is Trajectory => !!t && all.indexOf(t) === i);
+  const picks = [solved, failed, longest].filter(
+    (t, i, all): t is EvalTrajectory => !!t && all.indexOf(t) === i,
+  );
   return picks.flatMap((t) => {
     const text = tokenizer.decode(completionIds(t));
     const errors = parseCoa(text).errors.length;
-    const gold = (t.meta.answers as string[] | undefined)?.join(" | ") ?? "?";
+    const gold = t.meta.eval.answers.join(" | ") || "?";
     return [
       {
         kind: "text",
@@ -248,7 +251,7 @@ export async function writeDemoReport(
   const sft = (await readJson(at("eval-sft", "summary.json"))) as SummaryFile;
   const rl = (await readJson(at("eval-rl", "summary.json"))) as SummaryFile;
   const gain = sft.taskScores && rl.taskScores ? pairedDifference(rl.taskScores, sft.taskScores) : null;
-  const rlEpisodes = (await readJsonlTolerant(at("eval-rl", "trajectories.jsonl"), Trajectory)).records;
+  const rlEpisodes = (await readJsonlTolerant(at("eval-rl", "trajectories.jsonl"), EvalTrajectory)).records;
   const rows: SystemRow[] = [
     { name: "Teacher MAS (expert driver)", ...teacher, formatErrorRate: null },
     ...(team ? [{ name: TEAM_NAME, ...team, formatErrorRate: null }] : []),

@@ -52,4 +52,21 @@ describe("loadSftData", () => {
     expect(data.bad.map((b) => b.line)).toEqual([2, 3]);
     expect(data.bad[1].message).toContain("promptIds");
   });
+
+  it("trains on a native.jsonl written before v2 exactly as on its v2 form", async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), "coa-sft-data-"));
+    const { version: _, ...rest } = traj;
+    const v1 = {
+      ...rest,
+      origin: "distill",
+      meta: { source: "world", answers: ["x"], trace: "traces.jsonl:1" },
+    };
+    await writeFile(path.join(dir, "v1.jsonl"), `${JSON.stringify(v1)}\n`);
+    await writeFile(path.join(dir, "v2.jsonl"), `${JSON.stringify(traj)}\n`);
+    const opts = { maxLength: 100, overlong: "truncate" } as const;
+    const old = await loadSftData(path.join(dir, "v1.jsonl"), opts);
+    expect(old.bad).toEqual([]);
+    expect(old).toEqual(await loadSftData(path.join(dir, "v2.jsonl"), opts));
+    expect(old.examples).toHaveLength(1);
+  });
 });
