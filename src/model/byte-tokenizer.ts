@@ -11,23 +11,11 @@ export const PAD_ID = 0;
 export const BOS_ID = 1;
 export const EOS_ID = 2;
 
-/**
- * How text is cut into pieces before merging. `v1` cuts a digit run into threes from the left, so
- * 88455 becomes 884|55 while the 88,455 an article prints becomes 88|,|455: a model copying a value out
- * of an observation must re-cut it, which a small model fails at (docs/learning.md). `v2` cuts digit
- * runs into threes from the right, as thousands separators do, so 88455 is 88|455 and copying a value
- * only drops the commas. Files without the field are `v1`.
- */
-export const PieceScheme = z.enum(["v1", "v2"]);
-export type PieceScheme = z.infer<typeof PieceScheme>;
-
 /** A vocabulary as a file or checkpoint manifest holds it: the byte tokenizer has no merges. */
 export const TokenizerSpec = z.object({
   name: z.string(),
   tags: z.array(z.string()),
   merges: z.array(z.tuple([z.number().int(), z.number().int()])).optional(),
-  /** How a BPE cuts text before merging; absent: `v1`. */
-  pieces: PieceScheme.optional(),
 });
 export type TokenizerSpec = z.infer<typeof TokenizerSpec>;
 
