@@ -14,7 +14,10 @@ import {
   RequestTimeout,
   Retries,
   requestOptions,
+  SEARCH_OPTION,
   SEARCH_TOP_K_OPTION,
+  SEARCH_URL_OPTION,
+  SearchProvider,
   SearchTopK,
   TEXT_ONLY_OPTION,
   TextOnly,
@@ -39,7 +42,7 @@ export const AgentFlags = z.object({
   dialect: DialectName.default("coa"),
   systemPromptFile: z.string().min(1).optional(),
   corpus: z.string().optional(),
-  search: z.enum(["local", "serper", "searxng"]),
+  search: SearchProvider,
   searchUrl: z.url().optional(),
   searchTopK: SearchTopK,
   offline: z.boolean().default(false),
@@ -79,8 +82,8 @@ export function addToolOptions(command: Command): Command {
   return command
     .option("-p, --profile <profile>", `tag set (${ProfileName.options.join("|")})`, "web")
     .option("-c, --corpus <jsonl>", "local corpus ({id,title,text,url?} per line) for search and crawl")
-    .option("--search <provider>", "web_search backend: local (the corpus) | serper | searxng", "local")
-    .option("--search-url <url>", "SearXNG base URL, or a Serper endpoint (key: $SERPER_API_KEY)")
+    .option(...SEARCH_OPTION)
+    .option(...SEARCH_URL_OPTION)
     .option(...SEARCH_TOP_K_OPTION)
     .option("--offline", "crawl_page reads only corpus documents and allowed files, never the network")
     .option(

@@ -17,6 +17,22 @@ export function parseFlags<S extends z.ZodType>(schema: S, raw: unknown): z.infe
 export const SearchTopK = z.coerce.number().int().positive().max(20).optional();
 export const SEARCH_TOP_K_OPTION = ["--search-top-k <n>", "results per search call (default 5)"] as const;
 
+/** Where `web_search` gets its results: the local corpus, Serper or SearXNG (every command alike). */
+export const SearchProvider = z.enum(["local", "serper", "searxng"]);
+export const SEARCH_OPTION = [
+  "--search <provider>",
+  "web_search backend: local (the corpus) | serper ($SERPER_API_KEY) | searxng",
+  "local",
+] as const;
+export const SEARCH_URL_OPTION = [
+  "--search-url <url>",
+  "SearXNG base URL, or another Serper endpoint",
+] as const;
+
+/** The model server's key: the flag, else $COA_API_KEY, else $OPENAI_API_KEY. */
+export const modelApiKey = (flag?: string): string | undefined =>
+  flag ?? process.env.COA_API_KEY ?? process.env.OPENAI_API_KEY;
+
 /**
  * `--request-timeout` and `--retries`: how long one attempt of one model-server request may take and
  * how many times a transient failure (408/429/5xx, refused connection, timeout) is retried; shared by
@@ -66,7 +82,7 @@ export const CHAT_TEMPLATE_OPTION = [
  * `--online`, optionally with a goal-directed summariser model. Offline is the default.
  */
 export const WebToolFlags = z.object({
-  search: z.enum(["local", "serper", "searxng"]).default("local"),
+  search: SearchProvider.default("local"),
   searchUrl: z.url().optional(),
   online: z.boolean().default(false),
   summarizer: z.string().min(1).optional(),
@@ -77,12 +93,8 @@ export type WebToolFlags = z.infer<typeof WebToolFlags>;
 
 export function addWebToolOptions(command: Command): Command {
   return command
-    .option(
-      "--search <provider>",
-      "web_search backend: local (the corpus) | serper ($SERPER_API_KEY) | searxng",
-      "local",
-    )
-    .option("--search-url <url>", "SearXNG base URL, or another Serper endpoint")
+    .option(...SEARCH_OPTION)
+    .option(...SEARCH_URL_OPTION)
     .option("--online", "crawl_page may fetch web pages (default: corpus documents only)")
     .option("--summarizer <spec>", "model that condenses crawled pages to what bears on the goal")
     .option(

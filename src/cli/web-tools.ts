@@ -2,7 +2,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { type ModelClient, openModel } from "../model/index.js";
 import type { ToolsetConfig } from "../tools/index.js";
-import type { WebToolFlags } from "./flags.js";
+import { modelApiKey, type WebToolFlags } from "./flags.js";
 
 /** Where web answers are cached when `--web-cache` is not given: shared by every run on the machine. */
 const defaultWebCache = () =>
@@ -17,7 +17,7 @@ export async function openWebTools(
   searchTopK?: number,
 ): Promise<Pick<ToolsetConfig, "search" | "crawl"> & { close: () => Promise<void> }> {
   const summarizer: ModelClient | undefined = flags.summarizer
-    ? await openModel(flags.summarizer, { apiKey: process.env.COA_API_KEY ?? process.env.OPENAI_API_KEY })
+    ? await openModel(flags.summarizer, { apiKey: modelApiKey() })
     : undefined;
   const web = flags.search !== "local";
   return {

@@ -21,6 +21,7 @@ import {
   addWebToolOptions,
   CHAT_TEMPLATE_OPTION,
   ChatTemplate,
+  modelApiKey,
   parseFlags,
   REQUEST_TIMEOUT_OPTION,
   RETRIES_OPTION,
@@ -109,7 +110,7 @@ export async function runEval(flags: EvalFlags, log: (line: string) => void): Pr
     ...web,
     code: { unsafeNoSandbox: flags.unsafeNoSandbox },
   });
-  const apiKey = process.env.COA_API_KEY ?? process.env.OPENAI_API_KEY;
+  const apiKey = modelApiKey();
   const requests = requestOptions(flags);
   const model = await openModel(flags.model, {
     modelName: flags.modelName,

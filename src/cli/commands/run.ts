@@ -20,7 +20,7 @@ import {
   openAgentTools,
   toolTimeoutMs,
 } from "../agent-flags.js";
-import { parseFlags } from "../flags.js";
+import { modelApiKey, parseFlags } from "../flags.js";
 
 /** The flags of `coa run`, checked at the edge. */
 const RunFlags = AgentFlags.extend({
@@ -66,11 +66,8 @@ export async function runQuestion(
   const timeLimitMs = maxTimeMs(flags);
   let model: ModelClient;
   try {
-    model = await openAgentModel(
-      flags,
-      flags.apiKey ?? process.env.COA_API_KEY ?? process.env.OPENAI_API_KEY,
-      AbortSignal.timeout(timeLimitMs),
-      (line) => print(pc.yellow(line)),
+    model = await openAgentModel(flags, modelApiKey(flags.apiKey), AbortSignal.timeout(timeLimitMs), (line) =>
+      print(pc.yellow(line)),
     );
   } catch (err) {
     // Recorded like any episode whose model fails: model_error, or max_time once the time is spent.

@@ -17,7 +17,7 @@ import {
   openAgentTools,
   toolTimeoutMs,
 } from "../agent-flags.js";
-import { parseFlags } from "../flags.js";
+import { modelApiKey, parseFlags } from "../flags.js";
 
 export const ServeFlags = AgentFlags.extend({
   host: z.string().min(1),
@@ -86,11 +86,8 @@ export function register(program: Command): void {
  * `--dialect` with its `--system-prompt-file`, as `coa run` and `coa eval` do.
  */
 export async function serveAgent(flags: ServeFlags, print: (line: string) => void) {
-  const model = await openAgentModel(
-    flags,
-    flags.modelApiKey ?? process.env.COA_API_KEY ?? process.env.OPENAI_API_KEY,
-    undefined,
-    (line) => print(pc.yellow(line)),
+  const model = await openAgentModel(flags, modelApiKey(flags.modelApiKey), undefined, (line) =>
+    print(pc.yellow(line)),
   );
   const tools = await openAgentTools(flags, print);
   const store = await TrajectoryStore.open(flags.log);

@@ -17,6 +17,7 @@ import { CorpusIndex, createToolset, type ToolsetConfig } from "../../tools/inde
 import { findCorpus } from "../corpus.js";
 import {
   addWebToolOptions,
+  modelApiKey,
   parseFlags,
   REQUEST_TIMEOUT_OPTION,
   RETRIES_OPTION,
@@ -79,7 +80,7 @@ export async function teach(flags: TeachFlags, log: (line: string) => void): Pro
     model = await openModel(flags.model!, {
       modelName: flags.modelName,
       api: flags.api,
-      apiKey: flags.apiKey ?? process.env.COA_API_KEY ?? process.env.OPENAI_API_KEY,
+      apiKey: modelApiKey(flags.apiKey),
       textOnly: flags.textOnly,
       ...requestOptions(flags),
     });

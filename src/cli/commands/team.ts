@@ -13,6 +13,7 @@ import { ExpertDriver } from "../../teacher/index.js";
 import { CorpusIndex, createToolset } from "../../tools/index.js";
 import { findCorpus } from "../corpus.js";
 import {
+  modelApiKey,
   parseFlags,
   REQUEST_TIMEOUT_OPTION,
   RETRIES_OPTION,
@@ -73,7 +74,7 @@ export async function runTeamSummary(flags: TeamFlags, log: (line: string) => vo
     ? await endpointProvider({
         baseUrl: flags.model,
         modelName: flags.modelName,
-        apiKey: flags.apiKey ?? process.env.COA_API_KEY ?? process.env.OPENAI_API_KEY,
+        apiKey: modelApiKey(flags.apiKey),
         ...requestOptions(flags),
       })
     : null;

@@ -13,7 +13,7 @@ import {
   startToolServer,
   type ToolServerConfig,
 } from "../../toolserver/index.js";
-import { parseFlags } from "../flags.js";
+import { modelApiKey, parseFlags } from "../flags.js";
 import { indexCorpus } from "./index-corpus.js";
 
 const Count = z.coerce.number().int().positive();
@@ -52,7 +52,7 @@ async function toolConfig(
   print: (line: string) => void,
 ): Promise<{ cfg: ToolServerConfig; summarizer?: ModelClient }> {
   const index = await indexCorpus(flags.corpus, {}, print);
-  const apiKey = process.env.COA_API_KEY ?? process.env.OPENAI_API_KEY;
+  const apiKey = modelApiKey();
   const summarizer = flags.summarizer ? await openModel(flags.summarizer, { apiKey }) : undefined;
   const backend = createBackend({
     index,

@@ -21,16 +21,13 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
   const worlds = at("worlds");
   const rlWorld = path.join(worlds, worldDirName(parseSeeds(p.trainSeeds)[0]!));
   const base = baseCheckpoint(p, out);
+  // Every system is measured on the same test tasks of the unseen world.
+  const testTasks = ["--tasks", world, "--split", "test", "--limit", String(p.evalTasks)];
   const evalArgs = (model: string, dir: string) => [
     "eval",
     "--model",
     `engine:${at(model)}`,
-    "--tasks",
-    world,
-    "--split",
-    "test",
-    "--limit",
-    String(p.evalTasks),
+    ...testTasks,
     "--k",
     String(p.evalK),
     "--temperature",
@@ -188,14 +185,9 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
       dir: "teach-test",
       args: [
         "teach",
-        "--tasks",
-        world,
-        "--split",
-        "test",
+        ...testTasks,
         "--driver",
         "expert",
-        "--limit",
-        String(p.evalTasks),
         "--search-top-k",
         String(p.searchTopK),
         // Counted in the student's vocabulary, so the comparison with the CoA model is like for like.
@@ -211,19 +203,7 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
       name: "team-test",
       title: "the teacher's team on @openai/agents, on the test split",
       dir: "team-test",
-      args: [
-        "team",
-        "--tasks",
-        world,
-        "--split",
-        "test",
-        "--limit",
-        String(p.evalTasks),
-        "--search-top-k",
-        String(p.searchTopK),
-        "--out",
-        at("team-test"),
-      ],
+      args: ["team", ...testTasks, "--search-top-k", String(p.searchTopK), "--out", at("team-test")],
     },
     {
       name: "import-team",
