@@ -325,13 +325,13 @@ export function register(program: Command): void {
               bar.update(
                 m.step + 1,
                 total,
-                `loss ${m.loss.toFixed(4)}${m.eval_loss === undefined ? "" : ` eval ${m.eval_loss.toFixed(4)}`}${m.eval_copy_loss === undefined ? "" : ` copy ${m.eval_copy_loss.toFixed(4)}`}${m.eval_read_loss === undefined ? "" : ` read ${m.eval_read_loss.toFixed(4)}`} lr ${m.lr.toExponential(2)} ${Math.round(m.tokens_per_s)} tok/s`,
+                `loss ${m.loss.toFixed(4)}${m.eval_loss === undefined ? "" : ` eval ${m.eval_loss.toFixed(4)}`}${m.eval_copy_loss === undefined ? "" : ` copy ${m.eval_copy_loss.toFixed(4)}`}${m.eval_read_loss === undefined ? "" : ` read ${m.eval_read_loss.toFixed(4)}`}${m.eval_number_loss === undefined ? "" : ` numbers ${m.eval_number_loss.toFixed(4)}`} lr ${m.lr.toExponential(2)} ${Math.round(m.tokens_per_s)} tok/s`,
               ),
           },
         );
         bar.stop();
         process.stdout.write(
-          `pretrain: ${summary.steps} steps, loss ${summary.lastLoss?.toFixed(4)}, held-out ${summary.evalLoss?.toFixed(4) ?? "-"}, copy ${summary.copyLoss?.toFixed(4) ?? "-"}, read ${summary.readLoss?.toFixed(4) ?? "-"}; ${path.join(summary.runDir, "last")} -> ${summary.checkpoint}\n`,
+          `pretrain: ${summary.steps} steps, loss ${summary.lastLoss?.toFixed(4)}, held-out ${summary.evalLoss?.toFixed(4) ?? "-"}, copy ${summary.copyLoss?.toFixed(4) ?? "-"}, read ${summary.readLoss?.toFixed(4) ?? "-"}, numbers ${summary.numberLoss?.toFixed(4) ?? "-"}; ${path.join(summary.runDir, "last")} -> ${summary.checkpoint}\n`,
         );
       } finally {
         bar.stop();

@@ -1,6 +1,6 @@
 import { articleTypes, generateWorld, type WorldSize } from "../../tasks/index.js";
 import { deriveSeed } from "../seeds.js";
-import { type PretrainDoc, worldDocuments } from "./drills.js";
+import { numberCopies, type PretrainDoc, worldDocuments } from "./drills.js";
 import { applyMix, type Mix } from "./mix.js";
 
 /** The text of a pretraining run, before tokenization. */
@@ -13,6 +13,8 @@ export interface PretrainCorpus {
   copy: PretrainDoc[];
   /** The held-out world's search drills, whatever the mix: `eval_read_loss`. */
   read: PretrainDoc[];
+  /** The held-out world's compute drills, only their copied numbers marked: `eval_number_loss`. */
+  numbers: PretrainDoc[];
   /** Entity names (article titles) of the training worlds and of the held-out one. */
   names: { train: string[]; eval: string[] };
 }
@@ -34,7 +36,14 @@ export function pretrainCorpus(
   onWorld?: (seed: number, done: number, total: number) => void,
 ): PretrainCorpus {
   const seeds = [...spec.worlds.train, spec.worlds.eval];
-  const corpus: PretrainCorpus = { train: [], eval: [], copy: [], read: [], names: { train: [], eval: [] } };
+  const corpus: PretrainCorpus = {
+    train: [],
+    eval: [],
+    copy: [],
+    read: [],
+    numbers: [],
+    names: { train: [], eval: [] },
+  };
   seeds.forEach((seed, i) => {
     const world = generateWorld(seed, spec.size, { maxHops: spec.maxHops });
     const types = articleTypes(seed, spec.size);
@@ -45,6 +54,7 @@ export function pretrainCorpus(
       corpus.eval = mixed;
       corpus.copy = [...docs.lookup, ...docs.chain];
       corpus.read = docs.search;
+      corpus.numbers = docs.compute.map(numberCopies);
       corpus.names.eval = names;
     } else {
       corpus.train.push(...mixed);

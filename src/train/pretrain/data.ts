@@ -24,13 +24,20 @@ export interface PretrainData {
     copyTokens: number;
     readExamples: number;
     readTokens: number;
+    numberExamples: number;
+    numberTokens: number;
   };
 }
 
 /** The tokenized text of a run: training batches, held-out sets, and their description. */
 export interface PretrainText {
   batches: BatchSource;
-  evals: { eval_loss: SftSequence[][]; eval_copy_loss: SftSequence[][]; eval_read_loss: SftSequence[][] };
+  evals: {
+    eval_loss: SftSequence[][];
+    eval_copy_loss: SftSequence[][];
+    eval_read_loss: SftSequence[][];
+    eval_number_loss: SftSequence[][];
+  };
   data: PretrainData;
 }
 
@@ -89,8 +96,8 @@ function heldOutCopies(
  * Tokenizes a run's text. Pass `epoch` lays the training documents end to end in an order drawn from
  * (seed, epoch) and cuts `maxLength`-token sequences; a step takes floor(batchTokens / maxLength) of
  * them. Held out: the first `evalTokens` of the held-out world's text, packed the same way, and
- * `copyExamples` of its lookup and chain drills for the copy loss, and of its search drills for the
- * read loss.
+ * `copyExamples` of its lookup and chain drills for the copy loss, of its search drills for the
+ * read loss, and of its compute drills for the number loss.
  */
 export function pretrainText(config: TextConfig, tok: Tokenizer, corpus: PretrainCorpus): PretrainText {
   const docs = corpus.train.map((d) => streamIds(tok, d));
@@ -124,6 +131,7 @@ export function pretrainText(config: TextConfig, tok: Tokenizer, corpus: Pretrai
   );
   const copy = heldOutCopies(tok, corpus.copy, "copy", config);
   const read = heldOutCopies(tok, corpus.read, "read", config);
+  const numbers = heldOutCopies(tok, corpus.numbers, "numbers", config);
 
   const size = (list: readonly PretrainDoc[], ids: readonly Int32Array[]) => ({
     chars: list.reduce((sum, d) => sum + docText(d).length, 0),
@@ -144,6 +152,7 @@ export function pretrainText(config: TextConfig, tok: Tokenizer, corpus: Pretrai
       eval_loss: chunk(evalSeqs, perStep),
       eval_copy_loss: copy.batches,
       eval_read_loss: read.batches,
+      eval_number_loss: numbers.batches,
     },
     data: {
       tokenizer: { name: tok.name, vocabSize: tok.vocabSize },
@@ -165,6 +174,8 @@ export function pretrainText(config: TextConfig, tok: Tokenizer, corpus: Pretrai
         copyTokens: copy.tokens,
         readExamples: read.examples,
         readTokens: read.tokens,
+        numberExamples: numbers.examples,
+        numberTokens: numbers.tokens,
       },
     },
   };

@@ -3,9 +3,11 @@ import { articleTypes, type EntityType, generateWorld, type Task, type WorldDoc 
 import { MemoryIndex } from "../../tools/index.js";
 import {
   chainDrill,
+  computeDrill,
   docText,
   factsDrill,
   lookupDrill,
+  numberCopies,
   type PretrainDoc,
   searchDrill,
   worldDocuments,
@@ -144,6 +146,56 @@ describe("searchDrill", () => {
   });
 });
 
+describe("computeDrill", () => {
+  const index = new MemoryIndex([holt, marrow, tessmoor, fanPage]);
+
+  it("carries an arithmetic search drill through the teacher's code, its output and the answer", () => {
+    const drill = computeDrill(yearsBetween, index)!;
+    const text = docText(drill);
+    expect(text).toContain("Found: the founding year of Tessmoor is 1331\nSearch: Varen Holt born\n");
+    expect(
+      text.endsWith(
+        "Found: the birth year of Varen Holt is 1852\nCode:\nprint(abs(1331 - 1852))\nOutput: 521\nAnswer: 521\n",
+      ),
+    ).toBe(true);
+    expect(copied(numberCopies(drill))).toEqual([" 1331", " 1852", "1331", "1852", " 521"]);
+  });
+
+  it("writes a count as the teacher does, without separators, and copies it so into the code", () => {
+    const total = task("arithmetic", "What is the combined population of Tessmoor and Tessmoor?", "2658824", [
+      { op: "lookup", subject: "Tessmoor", type: "city", attr: "population" },
+      { op: "lookup", subject: "Tessmoor", type: "city", attr: "population" },
+      { op: "compute", fn: "sum", args: [{ ref: 0 }, { ref: 1 }] },
+    ]);
+    const drill = computeDrill(total, index)!;
+    expect(docText(drill)).toContain("Found: the population of Tessmoor is 1329412\n");
+    expect(docText(drill)).toContain(
+      "Code:\nvalues = [1329412, 1329412]\nprint(sum(values))\nOutput: 2658824\nAnswer: 2658824\n",
+    );
+    // The value read is a copy of the snippet's "1,329,412"; the code copies it twice.
+    expect(copied(drill)?.filter((t) => t.includes("1329412"))).toHaveLength(4);
+  });
+
+  it("compares two values read and answers with the name that wins", () => {
+    const earlier = task("comparison", "Who was born earlier: Varen Holt or Ilsa Marrow?", "Ilsa Marrow", [
+      { op: "lookup", subject: "Varen Holt", type: "person", attr: "birthYear" },
+      { op: "lookup", subject: "Ilsa Marrow", type: "person", attr: "birthYear" },
+      { op: "compare", pick: "min", values: [{ ref: 0 }, { ref: 1 }], labels: ["Varen Holt", "Ilsa Marrow"] },
+    ]);
+    const drill = computeDrill(earlier, index)!;
+    expect(docText(drill)).toContain(
+      "Compare: Varen Holt: 1852; Ilsa Marrow: 1820. The smaller is Ilsa Marrow\nAnswer: Ilsa Marrow\n",
+    );
+    expect(copied(numberCopies(drill))).toEqual([" 1852", " 1820", " 1852", " 1820"]);
+  });
+
+  it("writes no drill for a question that only looks up, or whose worked answer is not the gold", () => {
+    expect(computeDrill(mentorsBirthplace, index)).toBeNull();
+    expect(computeDrill(modpow, index)).toBeNull();
+    expect(computeDrill({ ...yearsBetween, answers: ["520"] }, index)).toBeNull();
+  });
+});
+
 describe("factsDrill", () => {
   it("asks an article each fact it states; the answers are copied as the article writes them", () => {
     const drill = factsDrill(tessmoor, "city")!;
@@ -171,6 +223,7 @@ describe("worldDocuments", () => {
     expect(docs.chain).toHaveLength(2);
     expect(docs.facts).toHaveLength(3);
     expect(docs.search).toHaveLength(2);
+    expect(docs.compute).toHaveLength(1);
   });
 
   it("on a generated world: every copy is verbatim from earlier in its document, and most drills copy", () => {
@@ -184,10 +237,15 @@ describe("worldDocuments", () => {
     expect(docs.lookup.length).toBe(lookups);
     expect(docs.chain.length).toBeGreaterThan(0.9 * lookups);
     expect(docs.search.length).toBeGreaterThan(0.9 * lookups);
-    for (const d of [...docs.lookup, ...docs.chain, ...docs.facts, ...docs.search]) {
+    const worked = world.splits.train.filter(
+      (t) => t.kind === "arithmetic" || t.kind === "comparison",
+    ).length;
+    expect(docs.compute.length).toBeGreaterThan(0.9 * worked);
+    for (const d of [...docs.lookup, ...docs.chain, ...docs.facts, ...docs.search, ...docs.compute]) {
       let before = "";
       for (const p of d.parts) {
-        if (p.copy) expect(before).toContain(p.text.trim());
+        if (p.copy)
+          expect(before.replace(/(\d),(?=\d{3})/g, "$1")).toContain(p.text.trim().replace(/,/g, ""));
         before += p.text;
       }
       expect(d.parts.some((p) => p.copy)).toBe(true);

@@ -13,6 +13,7 @@ import {
   type Task,
   type WorldDoc,
 } from "../../tasks/index.js";
+import { arithmeticCode, type ComputeFn } from "../../teacher/index.js";
 import { formatHits, MemoryIndex } from "../../tools/index.js";
 
 /**
@@ -27,8 +28,11 @@ import { formatHits, MemoryIndex } from "../../tools/index.js";
  * - `search`: a chain whose lookups are searches of the world's corpus, each followed by the
  *   results as the search tool shows them (distractors and conflicting pages included) and the
  *   value read out of the right one: what an agent must do with an observation.
+ * - `compute`: a search drill of a question that computes or compares, carried on to its end: the
+ *   values read copied into the code and the printed result into the answer, or into the comparison.
+ *   Numbers are copy targets here as names are everywhere else (docs/learning.md).
  */
-export const DOC_KINDS = ["articles", "pages", "lookup", "chain", "facts", "search"] as const;
+export const DOC_KINDS = ["articles", "pages", "lookup", "chain", "facts", "search", "compute"] as const;
 export const DocKind = z.enum(DOC_KINDS);
 export type DocKind = z.infer<typeof DocKind>;
 
@@ -56,17 +60,31 @@ export const docText = (doc: PretrainDoc): string => doc.parts.map((p) => p.text
 
 type Piece = string | { copy: string };
 
-/** A document from pieces; a `copy` piece is marked only when its text did occur before it. */
+/** Digits as the teacher writes them: without thousands separators. */
+const ungrouped = (text: string): string => text.replace(/(\d),(?=\d{3})/g, "$1");
+
+/**
+ * A document from pieces; a `copy` piece is marked only when its text did occur before it (a number
+ * written without the separators it was read with counts: the teacher copies values so).
+ */
 function build(kind: DocKind, pieces: readonly Piece[]): PretrainDoc {
   const parts: TextPart[] = [];
   let before = "";
   for (const piece of pieces) {
     const text = typeof piece === "string" ? piece : piece.copy;
-    parts.push({ text, copy: typeof piece !== "string" && before.includes(text.trim()) });
+    const copied =
+      typeof piece !== "string" && (before.includes(text.trim()) || ungrouped(before).includes(text.trim()));
+    parts.push({ text, copy: copied });
     before += text;
   }
   return { kind, parts };
 }
+
+/** The same document with only its copied numbers marked: what `eval_number_loss` scores. */
+export const numberCopies = (doc: PretrainDoc): PretrainDoc => ({
+  kind: doc.kind,
+  parts: doc.parts.map((p) => ({ text: p.text, copy: p.copy && /\d/.test(p.text) })),
+});
 
 /** `readFact` drops thousands separators; a copy drill wants the value as the text writes it. */
 function asWritten(value: string, text: string): string {
@@ -116,29 +134,44 @@ type LookupReader = (
   value: string | null;
 };
 
+type WorkStep = Extract<PlanStep, { op: "compute" | "compare" }>;
+/** What a compute or compare step adds to a drill, from the plan's results so far (null: it cannot). */
+type StepWorker = (
+  step: WorkStep,
+  results: readonly (string | null)[],
+) => { pieces: Piece[]; value: string } | null;
+
 /**
  * Follows the question's plan, one lookup after another, each subject copied from the question or
- * from an earlier lookup's value; then the answer. Null when the plan has no lookup or a step cannot
- * be followed (a chain with a gap would teach a copy from nowhere).
+ * from an earlier lookup's value; then, given a `work`er, its computations; then the answer. Null
+ * when the plan has no lookup or a step cannot be followed (a chain with a gap would teach a copy
+ * from nowhere), or when the worked answer is not the question's.
  */
-function planDrill(kind: DocKind, task: Task, read: LookupReader): PretrainDoc | null {
+function planDrill(kind: DocKind, task: Task, read: LookupReader, work?: StepWorker): PretrainDoc | null {
   const plan = planOf(task);
   if (!plan?.steps.some((s) => s.op === "lookup")) return null;
   const pieces: Piece[] = [`Question: ${task.question}\n`];
   const results: (string | null)[] = [];
   for (const step of plan.steps) {
-    if (step.op !== "lookup") {
-      results.push(null);
-      continue;
-    }
-    const subject = typeof step.subject === "string" ? step.subject : results[step.subject.ref];
-    const found = subject ? read(subject, step) : null;
-    if (!found || found.value === null) return null;
-    pieces.push(...found.pieces);
-    results.push(found.value);
+    if (step.op === "lookup") {
+      const subject = typeof step.subject === "string" ? step.subject : results[step.subject.ref];
+      const found = subject ? read(subject, step) : null;
+      if (!found || found.value === null) return null;
+      pieces.push(...found.pieces);
+      results.push(found.value);
+    } else if (work && step.op !== "program") {
+      const done = work(step, results);
+      if (!done) return null;
+      pieces.push(...done.pieces);
+      results.push(done.value);
+    } else results.push(null);
   }
-  // An arithmetic answer is computed (by the code tool, in an episode), not read; it is left out.
-  if (task.kind !== "arithmetic" && task.answers.length) {
+  if (work) {
+    const answer = results.at(-1);
+    if (!answer || !task.answers.includes(answer)) return null;
+    pieces.push("Answer:", { copy: ` ${answer}` }, "\n");
+    // An arithmetic answer is computed (by the code tool, in an episode), not read; it is left out.
+  } else if (task.kind !== "arithmetic" && task.answers.length) {
     const read = pieces.map((p) => (typeof p === "string" ? p : p.copy)).join("");
     pieces.push("Answer:", { copy: ` ${asWritten(task.answers[0], read)}` }, "\n");
   }
@@ -159,14 +192,9 @@ export function chainDrill(task: Task, articles: ReadonlyMap<string, WorldDoc>):
 /** How many results a search shows in a `search` drill: the demo's `--search-top-k`. */
 export const SEARCH_DRILL_RESULTS = 3;
 
-/**
- * A plan followed through searches of the world's corpus: each lookup is a query, the results as the
- * search tool prints them, and the value as the subject's own encyclopedia result states it (pages
- * that contradict it are among the results, as in an episode). A lookup whose article is not among
- * the results, or whose snippet does not state the fact, ends the drill (null).
- */
-export function searchDrill(task: Task, index: MemoryIndex): PretrainDoc | null {
-  return planDrill("search", task, (subject, step) => {
+/** Each lookup as a search of the corpus and its results; the value as `written` (null: no value). */
+function searchReader(index: MemoryIndex, written: "article" | "plain"): LookupReader {
+  return (subject, step) => {
     const query = queryFor(subject, [step.attr]);
     const hits = index.search(query, SEARCH_DRILL_RESULTS);
     const own = hits.find((h) => h.url === docUrl(articleId(subject)));
@@ -178,12 +206,84 @@ export function searchDrill(task: Task, index: MemoryIndex): PretrainDoc | null 
         { copy: ` ${subject}` },
         `${query.slice(subject.length)}\n${formatHits(query, hits)}\n`,
         `Found: the ${PHRASES[step.attr]} of ${inSentence({ type: step.type, name: subject })} is`,
-        { copy: ` ${asWritten(value, own.snippet)}` },
+        { copy: ` ${written === "article" ? asWritten(value, own.snippet) : value}` },
         "\n",
       ],
       value,
     };
-  });
+  };
+}
+
+/**
+ * A plan followed through searches of the world's corpus: each lookup is a query, the results as the
+ * search tool prints them, and the value as the subject's own encyclopedia result states it (pages
+ * that contradict it are among the results, as in an episode). A lookup whose article is not among
+ * the results, or whose snippet does not state the fact, ends the drill (null).
+ */
+export function searchDrill(task: Task, index: MemoryIndex): PretrainDoc | null {
+  return planDrill("search", task, searchReader(index, "article"));
+}
+
+const isInteger = (v: string | null): v is string => v !== null && /^-?\d+$/.test(v);
+
+/** `code` in pieces, each whole occurrence of one of the integers `values` a copy. */
+function copiesIn(code: string, values: readonly string[]): Piece[] {
+  const longestFirst = [...new Set(values)].sort((a, b) => b.length - a.length);
+  return code
+    .split(new RegExp(`(?<![\\w-])(${longestFirst.join("|")})(?!\\w)`))
+    .filter((part) => part !== "")
+    .map((part) => (values.includes(part) ? { copy: part } : part));
+}
+
+const COMPUTE: Record<ComputeFn, (values: number[]) => number> = {
+  sum: (values) => values.reduce((a, b) => a + b, 0),
+  difference: ([a, b]) => a - b,
+  abs_difference: ([a, b]) => Math.abs(a - b),
+};
+
+/**
+ * The teacher's computations in plain text: the code it writes on the values read (copied), the
+ * result Python prints; or the two values side by side and the name that wins, as its manager
+ * thinks them. The values are written as the teacher writes them, without separators.
+ */
+const workStep: StepWorker = (step, results) => {
+  if (step.op === "compute") {
+    const values = step.args.map((a) => results[a.ref]);
+    if (!values.every(isInteger)) return null;
+    const numbers = values.map(Number);
+    const printed = String(COMPUTE[step.fn](numbers));
+    return {
+      pieces: ["Code:\n", ...copiesIn(arithmeticCode(step.fn, numbers), values), `\nOutput: ${printed}\n`],
+      value: printed,
+    };
+  }
+  const [a, b] = step.values.map((v) => results[v.ref]);
+  const labels = step.labels.map((l) => (typeof l === "string" ? l : results[l.ref]));
+  if (!isInteger(a) || !isInteger(b) || !labels[0] || !labels[1]) return null;
+  const first = step.pick === "min" ? Number(a) < Number(b) : Number(a) > Number(b);
+  const winner = first ? labels[0] : labels[1];
+  return {
+    pieces: [
+      "Compare:",
+      { copy: ` ${labels[0]}` },
+      ":",
+      { copy: ` ${a}` },
+      ";",
+      { copy: ` ${labels[1]}` },
+      ":",
+      { copy: ` ${b}` },
+      `. The ${step.pick === "min" ? "smaller" : "larger"} is`,
+      { copy: ` ${winner}` },
+      "\n",
+    ],
+    value: winner,
+  };
+};
+
+/** A search drill of a question that computes or compares, carried through its computation. */
+export function computeDrill(task: Task, index: MemoryIndex): PretrainDoc | null {
+  if (!planOf(task)?.steps.some((s) => s.op === "compute" || s.op === "compare")) return null;
+  return planDrill("compute", task, searchReader(index, "plain"), workStep);
 }
 
 /** An article, then each fact it states asked about, in an order of its own (seeded by its id). */
@@ -219,5 +319,6 @@ export function worldDocuments(world: WorldText): Record<DocKind, PretrainDoc[]>
     chain: some(world.questions, (t) => chainDrill(t, articles)),
     facts: some([...articles.values()], (d) => factsDrill(d, world.types.get(d.id)!)),
     search: some(world.questions, (t) => searchDrill(t, index)),
+    compute: some(world.questions, (t) => computeDrill(t, index)),
   };
 }

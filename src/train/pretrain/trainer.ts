@@ -23,6 +23,7 @@ export interface PretrainSummary {
   evalLoss: number | null;
   copyLoss: number | null;
   readLoss: number | null;
+  numberLoss: number | null;
   checkpoint: string;
   data: PretrainData;
 }
@@ -77,6 +78,7 @@ export async function runPretrain(
     evalLoss: loop.evals.eval_loss,
     copyLoss: loop.evals.eval_copy_loss,
     readLoss: loop.evals.eval_read_loss,
+    numberLoss: loop.evals.eval_number_loss,
     checkpoint: loop.checkpoint,
     data,
   };
@@ -105,12 +107,20 @@ export async function runPretrain(
       `held-out read loss (${data.eval.readTokens} values read out of search results)`,
       summary.readLoss?.toFixed(4) ?? "-",
     ],
+    [
+      `held-out number loss (${data.eval.numberTokens} numbers copied in computations)`,
+      summary.numberLoss?.toFixed(4) ?? "-",
+    ],
     ["checkpoint", summary.checkpoint],
   ]);
   return summary;
 }
 
 const PRETRAIN_CURVES = [
-  { file: "loss.svg", title: "loss", keys: ["loss", "eval_loss", "eval_copy_loss", "eval_read_loss"] },
+  {
+    file: "loss.svg",
+    title: "loss",
+    keys: ["loss", "eval_loss", "eval_copy_loss", "eval_read_loss", "eval_number_loss"],
+  },
   { file: "lr.svg", title: "learning rate", keys: ["lr"] },
 ];
