@@ -3,10 +3,11 @@
 // seconds: `npm run bench -- demo`.
 
 import { spawn } from "node:child_process";
-import { mkdtemp, readFile } from "node:fs/promises";
+import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { ARTIFACTS, readArtifact, readRecords } from "../src/cli/artifacts.js";
 import { pairedDifference } from "../src/eval/index.js";
 import { pct as percent } from "../src/util/index.js";
 
@@ -17,14 +18,6 @@ const TARGETS: Record<string, { sft: number; rlGain: number | null; minutes: num
   quick: { sft: 0.3, rlGain: null, minutes: 5 },
   default: { sft: 0.6, rlGain: 0.05, minutes: 30 },
 };
-
-interface Summary {
-  model: string;
-  success: { tasks: number; pass1: number; avgK: number; k: number };
-  copy?: { entity: { rate: number | null }; value: { rate: number | null } };
-  taskScores?: Record<string, number>;
-  cost: { solved: number; billedTokens: number };
-}
 
 const pct = (x: number | null | undefined) => (x === null || x === undefined ? "–" : percent(x));
 
@@ -54,14 +47,10 @@ export async function run(): Promise<void> {
     console.log(log.join("").slice(-2000));
     return;
   }
-  const read = async (dir: string) =>
-    JSON.parse(await readFile(join(out, dir, "summary.json"), "utf8")) as Summary;
-  const [sft, rl] = [await read("eval-sft"), await read("eval-rl")];
-  const rlSteps = (await readFile(join(out, "rl", "metrics.jsonl"), "utf8"))
-    .trim()
-    .split("\n")
-    .map((l) => JSON.parse(l));
-  const updates = rlSteps.reduce((a: number, m: { updates: number }) => a + m.updates, 0);
+  const sft = await readArtifact(join(out, "eval-sft"), ARTIFACTS.evalSummary);
+  const rl = await readArtifact(join(out, "eval-rl"), ARTIFACTS.evalSummary);
+  const rlSteps = await readRecords(join(out, "rl"), ARTIFACTS.rlMetrics);
+  const updates = rlSteps.reduce((a, m) => a + m.updates, 0);
   const target = TARGETS[preset];
   for (const [name, s] of [
     ["AFM-SFT", sft],

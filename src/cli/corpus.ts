@@ -1,6 +1,6 @@
 import { stat } from "node:fs/promises";
 import path from "node:path";
-import { loadTasks } from "../tasks/index.js";
+import { loadTasks, WORLD_CORPUS_FILE } from "../tasks/index.js";
 
 /**
  * The corpus that goes with a task path: `<world>/corpus.jsonl` for a world folder, or for a task
@@ -9,8 +9,11 @@ import { loadTasks } from "../tasks/index.js";
 export async function findCorpus(tasks: string): Promise<string | undefined> {
   const info = await stat(tasks).catch(() => null);
   const candidates = info?.isDirectory()
-    ? [path.join(tasks, "corpus.jsonl")]
-    : [path.join(path.dirname(tasks), "corpus.jsonl"), path.join(path.dirname(tasks), "..", "corpus.jsonl")];
+    ? [path.join(tasks, WORLD_CORPUS_FILE)]
+    : [
+        path.join(path.dirname(tasks), WORLD_CORPUS_FILE),
+        path.join(path.dirname(tasks), "..", WORLD_CORPUS_FILE),
+      ];
   for (const c of candidates) if (await stat(c).catch(() => null)) return c;
   return undefined;
 }

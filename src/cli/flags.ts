@@ -1,14 +1,15 @@
 import type { Command } from "commander";
 import { z } from "zod";
 
+/** A flag as typed on the command line from its key in a flag schema: `maxTurns` is `--max-turns`. */
+export const flagName = (key: string): string => `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+
 /** Checks a subcommand's flags; a bad one is reported as the user typed it (`--max-turns: …`). */
 export function parseFlags<S extends z.ZodType>(schema: S, raw: unknown): z.infer<S> {
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw new Error(
-      `--${String(issue.path[0]).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: ${issue.message}`,
-    );
+    throw new Error(`${flagName(String(issue.path[0]))}: ${issue.message}`);
   }
   return parsed.data;
 }

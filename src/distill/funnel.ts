@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { refText, type TraceRef } from "./read.js";
 
 /** Why one trace left the funnel. */
@@ -11,12 +12,18 @@ export interface Drop {
 }
 
 /** One stage's counts: how many came in, how many went on, and the drops by reason. */
-export interface StageCount {
-  stage: string;
-  in: number;
-  out: number;
-  dropped: Record<string, number>;
-}
+export const StageCount = z.object({
+  stage: z.string(),
+  in: z.number(),
+  out: z.number(),
+  dropped: z.record(z.string(), z.number()),
+});
+export type StageCount = z.infer<typeof StageCount>;
+
+/** The file distill writes its funnel to: each stage's counts (beside the config it ran with). */
+export const FUNNEL_FILE = "funnel.json";
+export const FunnelFile = z.object({ stages: z.array(StageCount) });
+export type FunnelFile = z.infer<typeof FunnelFile>;
 
 export type Outcome<O> = { ok: true; value: O } | { ok: false; reason: string; detail: string };
 

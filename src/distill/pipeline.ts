@@ -1,5 +1,11 @@
 import path from "node:path";
-import { ByteTokenizer, type Tokenizer, type TrainBpeOptions, trainBpe } from "../model/index.js";
+import {
+  ByteTokenizer,
+  TOKENIZER_FILE,
+  type Tokenizer,
+  type TrainBpeOptions,
+  trainBpe,
+} from "../model/index.js";
 import { type ProfileName, renderPrompt, type Trajectory } from "../protocol/index.js";
 import { writeFileAtomic } from "./atomic.js";
 import { segmentTexts } from "./build.js";
@@ -16,7 +22,7 @@ import {
   qualityStage,
   type TraceItem,
 } from "./filters.js";
-import { type Drop, Funnel, type StageCount } from "./funnel.js";
+import { type Drop, FUNNEL_FILE, Funnel, type StageCount } from "./funnel.js";
 import { findTraceFiles, readTraceLines, type TraceLine } from "./read.js";
 import { buildReport } from "./report.js";
 
@@ -119,12 +125,12 @@ export async function runDistill(opts: DistillOptions): Promise<DistillResult> {
       records: funnel.drops.length,
     },
     {
-      path: "tokenizer.json",
+      path: TOKENIZER_FILE,
       content: `${JSON.stringify(tokenizer)}\n`,
       records: 1,
     },
     {
-      path: "funnel.json",
+      path: FUNNEL_FILE,
       content: `${JSON.stringify({ stages: funnel.stages, config: cfg }, null, 2)}\n`,
       records: funnel.stages.length,
     },

@@ -30,21 +30,23 @@ export function copyTargets(task: Pick<Task, "meta">): CopyTargets {
   return { entity, value };
 }
 
-export interface CopyRate {
+export const CopyRate = z.object({
   /** Episodes whose task asks for this copy. */
-  episodes: number;
+  episodes: z.number(),
   /** Those whose tool call holds the name verbatim. */
-  copied: number;
+  copied: z.number(),
   /** copied / episodes; null when no episode asks for it (no world tasks). */
-  rate: number | null;
-}
+  rate: z.number().nullable(),
+});
+export type CopyRate = z.infer<typeof CopyRate>;
 
-export interface CopyAccuracy {
+export const CopyAccuracy = z.object({
   /** The question's entity in the first tool call. */
-  entity: CopyRate;
+  entity: CopyRate,
   /** The value the first lookup returned in the second tool call. */
-  value: CopyRate;
-}
+  value: CopyRate,
+});
+export type CopyAccuracy = z.infer<typeof CopyAccuracy>;
 
 /** One episode as copy accuracy sees it: its task's targets and its tool calls' arguments in order. */
 export interface CopyEpisode {

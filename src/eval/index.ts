@@ -1,8 +1,8 @@
 export { scoreDialectAnswer } from "./answer-score.js";
 export {
-  type CopyAccuracy,
+  CopyAccuracy,
   type CopyEpisode,
-  type CopyRate,
+  CopyRate,
   type CopyTargets,
   copyAccuracy,
   copyTargets,
@@ -15,13 +15,13 @@ export {
 } from "./cost-compare.js";
 export { masTraceCost, trajectoryCost, trajectoryCostIn } from "./costs.js";
 export {
-  type CostSummary,
+  CostSummary,
   costSummary,
   type EpisodeCost,
   passAtK,
   reduction,
   type ScoredSample,
-  type SuccessMetrics,
+  SuccessMetrics,
   successByKind,
   successMetrics,
   type TaskSamples,
@@ -30,9 +30,11 @@ export {
 export { type PairedDifference, pairedDifference, tCritical } from "./paired.js";
 export { type Report, type ReportBlock, type ReportSection, reportHtml, reportMarkdown } from "./report.js";
 export {
+  EVAL_SUMMARY_FILE,
   EVAL_TRAJECTORIES_FILE,
   type EvalOptions,
-  type EvalSummary,
+  EvalSummary,
+  EvalSummaryFile,
   EvalTrajectory,
   evaluate,
   SampleVerdict,

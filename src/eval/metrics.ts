@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { mean } from "../util/index.js";
 /**
  * Unbiased pass@k (Chen et al., 2021): the chance that at least one of k samples drawn without
@@ -26,21 +27,22 @@ export interface TaskSamples {
   samples: ScoredSample[];
 }
 
-export interface SuccessMetrics {
-  tasks: number;
+export const SuccessMetrics = z.object({
+  tasks: z.number(),
   /** Tasks where every sample hit a scorer error; left out of every rate below. */
-  scorerErrorTasks: number;
-  scorerErrors: number;
+  scorerErrorTasks: z.number(),
+  scorerErrors: z.number(),
   /** Mean over tasks of the first sample's correctness. */
-  pass1: number;
+  pass1: z.number(),
   /** Mean over tasks of the fraction of correct samples. */
-  avgK: number;
+  avgK: z.number(),
   /** Mean over tasks of unbiased pass@k with k = the smallest sample count. */
-  passK: number;
+  passK: z.number(),
   /** Mean over tasks of the correctness of the sample the model rated highest (ties: first). */
-  bestOfKBySelfScore: number;
-  k: number;
-}
+  bestOfKBySelfScore: z.number(),
+  k: z.number(),
+});
+export type SuccessMetrics = z.infer<typeof SuccessMetrics>;
 
 /** Each task with its scorer-error samples dropped; tasks left with none are dropped too. */
 const scoredTasks = (results: readonly TaskSamples[]): TaskSamples[] =>
@@ -107,19 +109,20 @@ export interface EpisodeCost {
   solved: boolean;
 }
 
-export interface CostSummary {
-  episodes: number;
-  solved: number;
-  billedTokensPerTask: number;
-  billedTokensPerSolvedTask: number | null;
-  processedTokensPerTask: number;
-  processedTokensPerSolvedTask: number | null;
-  generatedTokensPerTask: number;
-  observationTokensPerTask: number;
-  modelCallsPerTask: number;
-  toolCallsPerTask: number;
-  wallMsPerTask: number;
-}
+export const CostSummary = z.object({
+  episodes: z.number(),
+  solved: z.number(),
+  billedTokensPerTask: z.number(),
+  billedTokensPerSolvedTask: z.number().nullable(),
+  processedTokensPerTask: z.number(),
+  processedTokensPerSolvedTask: z.number().nullable(),
+  generatedTokensPerTask: z.number(),
+  observationTokensPerTask: z.number(),
+  modelCallsPerTask: z.number(),
+  toolCallsPerTask: z.number(),
+  wallMsPerTask: z.number(),
+});
+export type CostSummary = z.infer<typeof CostSummary>;
 
 export function costSummary(episodes: readonly EpisodeCost[]): CostSummary {
   const sum = (f: (e: EpisodeCost) => number) => episodes.reduce((a, e) => a + f(e), 0);

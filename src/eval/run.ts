@@ -2,25 +2,19 @@ import path from "node:path";
 import pLimit from "p-limit";
 import { z } from "zod";
 import type { ModelClient } from "../model/index.js";
-import {
-  completionIds,
-  type ProfileName,
-  parseCoa,
-  type ToolTag,
-  trajectorySchema,
-} from "../protocol/index.js";
+import { completionIds, ProfileName, parseCoa, type ToolTag, trajectorySchema } from "../protocol/index.js";
 import type { ScoreContext } from "../rewards/index.js";
 import { type Budget, type RunOptions, ranToolCalls, runAgent, type Sampling } from "../runtime/index.js";
 import { hashString, type Task } from "../tasks/index.js";
 import type { Tool } from "../tools/index.js";
 import { appendJsonl, readJsonlTolerant, repairJsonlTail } from "../util/index.js";
 import { scoreDialectAnswer } from "./answer-score.js";
-import { type CopyAccuracy, type CopyEpisode, copyAccuracy, copyTargets } from "./copy.js";
+import { CopyAccuracy, type CopyEpisode, copyAccuracy, copyTargets } from "./copy.js";
 import { trajectoryCost } from "./costs.js";
 import {
-  type CostSummary,
+  CostSummary,
   costSummary,
-  type SuccessMetrics,
+  SuccessMetrics,
   successByKind,
   successMetrics,
   type TaskSamples,
@@ -66,20 +60,29 @@ export interface EvalOptions {
   onProgress?: (p: { done: number; total: number; correct: number }) => void;
 }
 
-export interface EvalSummary {
-  model: string;
-  profile: ProfileName;
-  success: SuccessMetrics;
+/** What eval writes to summary.json: success, copy accuracy and cost of one model on one task set. */
+export const EvalSummary = z.object({
+  model: z.string(),
+  profile: ProfileName,
+  success: SuccessMetrics,
   /** Success of each task kind (`task.kind`), with its own task count. */
-  byKind: Record<string, SuccessMetrics>;
+  byKind: z.record(z.string(), SuccessMetrics),
   /** avg@k of each task by id: what `pairedDifference` pairs two runs on. */
-  taskScores: Record<string, number>;
+  taskScores: z.record(z.string(), z.number()),
   /** World tasks: names copied verbatim into the first and second tool calls (src/eval/copy.ts). */
-  copy: CopyAccuracy;
-  cost: CostSummary;
-  formatErrorRate: number;
-  finishReasons: Record<string, number>;
-}
+  copy: CopyAccuracy,
+  cost: CostSummary,
+  formatErrorRate: z.number(),
+  finishReasons: z.record(z.string(), z.number()),
+});
+export type EvalSummary = z.infer<typeof EvalSummary>;
+
+/** The file an eval run writes its summary to, in its out folder. */
+export const EVAL_SUMMARY_FILE = "summary.json";
+
+/** summary.json as found on disk: one written before `byKind`, `taskScores` and `copy` existed lacks them. */
+export const EvalSummaryFile = EvalSummary.partial({ byKind: true, taskScores: true, copy: true });
+export type EvalSummaryFile = z.infer<typeof EvalSummaryFile>;
 
 /** The model's last double-check score in its own words, for best-of-k selection. */
 function lastSelfScore(text: string): number | null {

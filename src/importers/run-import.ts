@@ -3,7 +3,7 @@ import path from "node:path";
 import { writeFileAtomic } from "../distill/atomic.js";
 import type { Tokenizer } from "../model/index.js";
 import type { Task } from "../tasks/index.js";
-import type { MasTrace } from "../teacher/index.js";
+import { MAS_TRACES_FILE, type MasTrace } from "../teacher/index.js";
 import { jsonlLines } from "../util/index.js";
 import { GenericTrace } from "./generic.js";
 import { type ImportIssue, jsonLine, type Parsed } from "./issues.js";
@@ -149,7 +149,7 @@ export async function runImport(opts: ImportOptions): Promise<ImportSummary> {
     guessedAgents: [...guessed].sort(),
   };
   await writeFileAtomic(
-    path.join(opts.out, "traces.jsonl"),
+    path.join(opts.out, MAS_TRACES_FILE),
     out.map((t) => `${JSON.stringify(t)}\n`).join(""),
   );
   await writeFileAtomic(path.join(opts.out, "import.json"), `${JSON.stringify(summary, null, 2)}\n`);

@@ -6,7 +6,7 @@ import { appendJsonl, readJsonlTolerant, repairJsonlTail } from "../util/index.j
 import type { Driver } from "./agents.js";
 import { type EpisodeOptions, runEpisode, type Toolbox } from "./episode.js";
 import { summarizeTraces, type TeachSummary, teachReport } from "./summary.js";
-import { MasTrace } from "./trace.js";
+import { MAS_TRACES_FILE, MasTrace } from "./trace.js";
 
 export interface TeachProgress {
   done: number;
@@ -44,7 +44,7 @@ export interface TeachResult {
  * trace broke (model down) is run again; the summary counts each task's latest trace.
  */
 export async function runTeach(opts: TeachOptions): Promise<TeachResult> {
-  const tracesFile = path.join(opts.out, "traces.jsonl");
+  const tracesFile = path.join(opts.out, MAS_TRACES_FILE);
   const repaired = await repairJsonlTail(tracesFile);
   const { records: previous } = await readJsonlTolerant(tracesFile, MasTrace);
   const latestBefore = new Map(previous.map((t) => [t.taskId, t]));

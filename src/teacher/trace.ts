@@ -53,6 +53,9 @@ export type MasMessage = z.infer<typeof MasMessage>;
 export const ImportDropReason = z.enum(["redacted", "unmapped_tool"]);
 export type ImportDropReason = z.infer<typeof ImportDropReason>;
 
+/** The file of a teacher run (and of `coa import`): one `MasTrace` per line, what `coa distill` reads. */
+export const MAS_TRACES_FILE = "traces.jsonl";
+
 /** One multi-agent episode on one task: every message, who said it to whom, and what it cost. */
 export const MasTrace = z.object({
   version: z.literal(1),

@@ -26,11 +26,11 @@ export {
   type RlDeps,
   type RlRunOptions,
   RlState,
-  type RlStepMetrics,
+  RlStepMetrics,
   type RlSummary,
   runRl,
 } from "./rl/trainer.js";
-export { Checkpoints, LAST_LINK, MetricsLog, STATE_FILE } from "./run-folder.js";
+export { Checkpoints, LAST_LINK, METRICS_FILE, MetricsLog, STATE_FILE } from "./run-folder.js";
 export { LrSchedule, lrAt } from "./schedule.js";
 export { epochBatches, packInOrder, splitHoldout } from "./sft/batches.js";
 export { SftConfig, type SftConfigInput } from "./sft/config.js";

@@ -67,6 +67,8 @@ export type CheckpointClient = Pick<Engine, "saveCheckpoint" | "loadCheckpoint">
 
 export const STATE_FILE = "train-state.json";
 export const LAST_LINK = "last";
+/** One line per step in every training run folder (RL's lines: `RlStepMetrics`). */
+export const METRICS_FILE = "metrics.jsonl";
 
 /**
  * Checkpoints under <run>/checkpoints/step-NNNNNN, each holding the engine's files plus the

@@ -1,7 +1,7 @@
 import path from "node:path";
 import { z } from "zod";
 import type { SftSequence } from "../model/index.js";
-import { Checkpoints, MetricsLog, readJson, STATE_FILE } from "./run-folder.js";
+import { Checkpoints, METRICS_FILE, MetricsLog, readJson, STATE_FILE } from "./run-folder.js";
 import { lrAt } from "./schedule.js";
 import type { TrainerClient } from "./trainer-client.js";
 
@@ -119,7 +119,7 @@ export async function runStepLoop(
   opts: StepLoopOptions = {},
 ): Promise<StepLoopResult> {
   const checkpoints = new Checkpoints(spec.runDir, spec.keepCheckpoints);
-  const metrics = new MetricsLog(path.join(spec.runDir, "metrics.jsonl"));
+  const metrics = new MetricsLog(path.join(spec.runDir, METRICS_FILE));
   let state: StepState;
   let resumedFromStep: number | null = null;
   const latest = await checkpoints.latest();

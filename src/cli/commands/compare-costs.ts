@@ -13,9 +13,10 @@ import {
   trajectoryCostIn,
 } from "../../eval/index.js";
 import { findTokenizers } from "../../model/index.js";
-import { Trajectory } from "../../protocol/index.js";
+import type { Trajectory } from "../../protocol/index.js";
 import { MasTrace } from "../../teacher/index.js";
 import { readJsonlTolerant } from "../../util/index.js";
+import { ARTIFACTS, readRecords } from "../artifacts.js";
 import { parseFlags } from "../flags.js";
 
 /** The flags of `coa compare-costs`, checked at the edge. */
@@ -107,7 +108,7 @@ export async function runCompareCosts(
   flags: CompareCostsFlags,
   command: string,
 ): Promise<{ comparison: CostComparison; markdown: string }> {
-  const trajectories = (await readJsonlTolerant(path.join(flags.data, "native.jsonl"), Trajectory)).records;
+  const trajectories = await readRecords(flags.data, ARTIFACTS.distilled);
   return compareWithTraces({
     traces: flags.traces,
     trajectories,

@@ -4,6 +4,8 @@ import type { Command } from "commander";
 import { z } from "zod";
 import { readCheckpointManifest } from "../../model/index.js";
 import { LAST_LINK } from "../../train/index.js";
+import { ARTIFACTS } from "../artifacts.js";
+import { commandArgs } from "../command-args.js";
 import { checkPresetSeeds, DEMO_PRESETS, DemoPreset } from "../demo/presets.js";
 import { type StageTiming, writeDemoReport } from "../demo/report.js";
 import { demoStages, runStage } from "../demo/stages.js";
@@ -47,7 +49,7 @@ export async function runDemo(preset: DemoPreset, out: string, log: (line: strin
   for (const [i, stage] of stages.entries()) {
     if (done.some((d) => d.name === stage.name)) continue;
     if (stage.name === "rl") await writeRlConfig(preset, out);
-    log(`\n[${i + 1}/${stages.length}] ${stage.title}: coa ${stage.args.join(" ")}`);
+    log(`\n[${i + 1}/${stages.length}] ${stage.title}: coa ${commandArgs(stage.command).join(" ")}`);
     const started = performance.now();
     await runStage(stage);
     done.push({ name: stage.name, title: stage.title, seconds: (performance.now() - started) / 1000 });
@@ -74,13 +76,15 @@ async function writeRlConfig(preset: DemoPreset, out: string): Promise<void> {
   const context = manifest.model?.max_seq_len;
   if (!context)
     throw new Error(`${path.join(out, "sft", LAST_LINK)}: the checkpoint names no context length`);
-  const rollout = {
-    maxTurns: preset.maxTurns,
-    maxTokensPerTurn: preset.maxTokensPerTurn,
-    concurrency: preset.concurrency,
-    maxResponseTokens: context - PROMPT_ROOM,
+  const config: z.input<typeof ARTIFACTS.rlConfig.schema> = {
+    rollout: {
+      maxTurns: preset.maxTurns,
+      maxTokensPerTurn: preset.maxTokensPerTurn,
+      concurrency: preset.concurrency,
+      maxResponseTokens: context - PROMPT_ROOM,
+    },
   };
-  await writeFile(path.join(out, "rl-config.json"), `${JSON.stringify({ rollout }, null, 2)}\n`);
+  await writeFile(path.join(out, ARTIFACTS.rlConfig.file), `${JSON.stringify(config, null, 2)}\n`);
 }
 
 /** A preset with the fields of a JSON file laid over it; unknown or ill-typed fields are refused. */

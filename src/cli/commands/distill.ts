@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import pc from "picocolors";
+import { z } from "zod";
 import {
   DistillConfig,
   type DistillOptions,
@@ -11,17 +12,20 @@ import {
 } from "../../distill/index.js";
 import { tokenizerFlag } from "../../model/index.js";
 import { ProfileName } from "../../protocol/index.js";
+import { parseFlags } from "../flags.js";
 
-interface DistillFlags {
-  traces: string;
-  out: string;
-  format: string;
-  maxTokens?: string;
-  config?: string;
-  profile?: string;
-  split: string;
-  tokenizer?: string;
-}
+/** The flags of `coa distill`, checked at the edge; --max-tokens and --profile override the config file. */
+export const DistillFlags = z.object({
+  traces: z.string().min(1),
+  out: z.string().min(1),
+  format: z.string(),
+  maxTokens: z.coerce.number().int().positive().optional(),
+  config: z.string().optional(),
+  profile: ProfileName.optional(),
+  split: z.string(),
+  tokenizer: z.string().optional(),
+});
+export type DistillFlags = z.infer<typeof DistillFlags>;
 
 /** `--tokenizer`: a tokenizer file, or `bpe:<vocab size>` to learn one from these traces. */
 async function tokenizerFrom(flag: string | undefined): Promise<DistillOptions["tokenizer"]> {
@@ -42,20 +46,11 @@ function parseFormats(list: string): ExportFormat[] {
 /** The config file (or defaults), with command-line flags taking precedence. */
 async function configFrom(flags: DistillFlags): Promise<DistillConfig> {
   const cfg = flags.config ? await loadDistillConfig(flags.config) : DistillConfig.parse({});
-  let maxTokens = cfg.length.maxTokens;
-  if (flags.maxTokens !== undefined) {
-    maxTokens = Number(flags.maxTokens);
-    if (!Number.isInteger(maxTokens) || maxTokens <= 0)
-      throw new Error(`--max-tokens: expected a positive whole number, got "${flags.maxTokens}"`);
-  }
-  let profile = cfg.profile;
-  if (flags.profile !== undefined) {
-    const parsed = ProfileName.safeParse(flags.profile);
-    if (!parsed.success)
-      throw new Error(`--profile: expected one of ${ProfileName.options.join(", ")}, got "${flags.profile}"`);
-    profile = parsed.data;
-  }
-  return { ...cfg, profile, length: { ...cfg.length, maxTokens } };
+  return {
+    ...cfg,
+    profile: flags.profile ?? cfg.profile,
+    length: { ...cfg.length, maxTokens: flags.maxTokens ?? cfg.length.maxTokens },
+  };
 }
 
 export function register(program: Command): void {
@@ -87,7 +82,8 @@ export function register(program: Command): void {
       "after",
       "\nExamples:\n  coa distill --traces runs/teach --out runs/data --format native,llamafactory,verl --max-tokens 4096\n  coa distill --traces runs/teach --out runs/data --tokenizer bpe:2048   # learn a BPE for the embedded model",
     )
-    .action(async (flags: DistillFlags) => {
+    .action(async (raw: Record<string, unknown>) => {
+      const flags = parseFlags(DistillFlags, raw);
       const formats = parseFormats(flags.format);
       const config = await configFrom(flags);
       const tokenizer = await tokenizerFrom(flags.tokenizer);

@@ -4,6 +4,7 @@ import type { Command } from "commander";
 import { z } from "zod";
 import {
   type CopyRate,
+  EVAL_SUMMARY_FILE,
   EVAL_TRAJECTORIES_FILE,
   type EvalSummary,
   EvalTrajectory,
@@ -158,7 +159,7 @@ export async function runEval(flags: EvalFlags, log: (line: string) => void): Pr
       corpus: corpus ?? null,
       prefixCache,
     };
-    await writeFile(path.join(flags.out, "summary.json"), `${JSON.stringify(record, null, 2)}\n`);
+    await writeFile(path.join(flags.out, EVAL_SUMMARY_FILE), `${JSON.stringify(record, null, 2)}\n`);
     log(formatEvalSummary(summary));
     if (prefixCache)
       log(

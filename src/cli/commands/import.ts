@@ -4,8 +4,10 @@ import { z } from "zod";
 import { IMPORT_FORMATS, issueText, loadRoleTable, RoleTable, runImport } from "../../importers/index.js";
 import { ByteTokenizer, readTokenizerFile } from "../../model/index.js";
 import { loadTasks } from "../../tasks/index.js";
+import { parseFlags } from "../flags.js";
 
-const ImportFlags = z.object({
+/** The flags of `coa import` (the trace file or folder is its argument), checked at the edge. */
+export const ImportFlags = z.object({
   from: z.enum(IMPORT_FORMATS),
   tasks: z.string().min(1),
   split: z.string().min(1),
@@ -49,12 +51,7 @@ export function register(program: Command): void {
       ].join("\n"),
     )
     .action(async (input: string, raw: Record<string, unknown>) => {
-      const parsed = ImportFlags.safeParse(raw);
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0]!;
-        throw new Error(`--${issue.path.join(".")}: ${issue.message}`);
-      }
-      const flags = parsed.data;
+      const flags = parseFlags(ImportFlags, raw);
       const { tasks } = await loadTasks(flags.tasks, { split: flags.split });
       const summary = await runImport({
         input,

@@ -3,7 +3,14 @@ import path from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
 import { type ModelClient, openModel, readTokenizerFile } from "../../model/index.js";
-import { interleave, isWorldSet, loadTasks, readWorldSet, type Task } from "../../tasks/index.js";
+import {
+  interleave,
+  isWorldSet,
+  loadTasks,
+  readWorldSet,
+  type Task,
+  WORLD_CORPUS_FILE,
+} from "../../tasks/index.js";
 import {
   type Driver,
   ExpertDriver,
@@ -159,7 +166,7 @@ async function teachingGround(
     const perWorld: Task[][] = [];
     const corpora: string[] = [];
     for (const world of await readWorldSet(flags.tasks)) {
-      const corpus = path.join(world.dir, "corpus.jsonl");
+      const corpus = path.join(world.dir, WORLD_CORPUS_FILE);
       const toolset = await toolsetOf(corpus);
       const { tasks } = await loadTasks(world.dir, { split: flags.split });
       for (const t of tasks) byTask.set(t.id, toolset);

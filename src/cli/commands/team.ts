@@ -28,6 +28,9 @@ import { itemProgress } from "../progress.js";
 const Count = z.coerce.number().int().positive();
 const ROLES = ["manager", "searcher", "coder", "critic", "verifier"] as const;
 
+/** The file `coa team` writes: the framework's own trace spans, what `coa import --from openai-agents` reads. */
+export const TEAM_SPANS_FILE = "spans.jsonl";
+
 /** The flags of `coa team`, checked at the edge. */
 export const TeamFlags = z.object({
   tasks: z.string().min(1),
@@ -86,7 +89,7 @@ export async function runTeamSummary(flags: TeamFlags, log: (line: string) => vo
     code: { unsafeNoSandbox: flags.unsafeNoSandbox },
   });
   await mkdir(flags.out, { recursive: true });
-  const spans = path.join(flags.out, "spans.jsonl");
+  const spans = path.join(flags.out, TEAM_SPANS_FILE);
   await rm(spans, { force: true });
   const processor = new JsonlTraceProcessor(spans);
   setTraceProcessors([processor]);

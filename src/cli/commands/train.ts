@@ -53,7 +53,7 @@ const NextTokenFlags = z.object({
 });
 
 /** Flags of `coa train sft`; unset ones fall back to --config, then to SftConfig's defaults. */
-const SftFlags = NextTokenFlags.extend({
+export const SftFlags = NextTokenFlags.extend({
   data: z.string(),
   epochs: Int.optional(),
   devTasks: z.string().optional(),
@@ -65,7 +65,7 @@ const SftFlags = NextTokenFlags.extend({
 });
 
 /** Flags of `coa train pretrain`; unset ones fall back to --config, then to PretrainConfig's defaults. */
-const PretrainFlags = NextTokenFlags.extend({
+export const PretrainFlags = NextTokenFlags.extend({
   seeds: z.string().optional(),
   excludeSeeds: z.string().optional(),
   evalSeed: Int.optional(),
@@ -74,7 +74,8 @@ const PretrainFlags = NextTokenFlags.extend({
   mix: z.string().optional(),
 });
 
-const RlFlags = z.object({
+/** Flags of `coa train rl`; unset ones fall back to --config, then to RlConfig's defaults. */
+export const RlFlags = z.object({
   from: z.string().optional(),
   preset: EnginePreset.optional(),
   tasks: z.string(),

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { z } from "zod";
 import {
   formatStats,
   generateWorld,
@@ -13,6 +14,16 @@ import {
   writeWorld,
   writeWorldSet,
 } from "../../tasks/index.js";
+import { parseFlags } from "../flags.js";
+
+/** The flags of `coa world generate`, checked at the edge. */
+export const WorldGenerateFlags = z.object({
+  seed: z.coerce.number().int(),
+  seeds: z.string().optional(),
+  size: WorldSize,
+  maxHops: z.coerce.number().int().min(2).max(4),
+  out: z.string().min(1),
+});
 
 export function register(program: Command): void {
   const world = program
@@ -33,26 +44,19 @@ export function register(program: Command): void {
       "after",
       "\nExamples:\n  coa world generate --seed 1 --size small --out runs/world\n  coa world generate --seeds 101-124 --size small --max-hops 2 --out runs/worlds   # train on many worlds, test on an unseen one",
     )
-    .action(async (opts: { seed: string; seeds?: string; size: string; maxHops: string; out: string }) => {
-      const seed = Number(opts.seed);
-      if (!Number.isInteger(seed)) throw new Error(`--seed: expected an integer, got "${opts.seed}"`);
-      const size = WorldSize.safeParse(opts.size);
-      if (!size.success)
-        throw new Error(`--size: expected one of ${WorldSize.options.join(", ")}, got "${opts.size}"`);
-      const maxHops = Number(opts.maxHops);
-      if (!Number.isInteger(maxHops) || maxHops < 2 || maxHops > 4)
-        throw new Error(`--max-hops: expected 2, 3 or 4, got "${opts.maxHops}"`);
+    .action(async (raw: Record<string, unknown>) => {
+      const opts = parseFlags(WorldGenerateFlags, raw);
       if (opts.seeds !== undefined) {
         const seeds = parseSeeds(opts.seeds);
         await writeWorldSet(opts.out, seeds, {
-          size: size.data,
-          maxHops,
+          size: opts.size,
+          maxHops: opts.maxHops,
           onWorld: (s, done) => process.stderr.write(`world ${s} (${done}/${seeds.length})\n`),
         });
         console.log(`wrote ${opts.out}: a set of ${seeds.length} worlds (seeds ${opts.seeds})`);
         return;
       }
-      const generated = generateWorld(seed, size.data, { maxHops });
+      const generated = generateWorld(opts.seed, opts.size, { maxHops: opts.maxHops });
       await writeWorld(opts.out, generated);
       const { documents, tasks } = generated.manifest.counts;
       console.log(

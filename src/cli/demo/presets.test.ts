@@ -1,5 +1,6 @@
 import { expect, it } from "vitest";
 import { parseSeeds } from "../../tasks/index.js";
+import { commandArgs } from "../command-args.js";
 import { checkPresetSeeds, DEMO_PRESETS, type DemoPreset } from "./presets.js";
 import { demoStages } from "./stages.js";
 
@@ -16,7 +17,8 @@ it("every preset tests on a world none of its stages trains on, and a config tha
 });
 
 it("a demo with a base distills into the base's vocabulary and fine-tunes the base", () => {
-  const args = (p: DemoPreset, name: string) => demoStages(p, "runs/d").find((s) => s.name === name)!.args;
+  const args = (p: DemoPreset, name: string) =>
+    commandArgs(demoStages(p, "runs/d").find((s) => s.name === name)!.command);
   const full = DEMO_PRESETS.full;
   expect(
     demoStages(full, "runs/d")

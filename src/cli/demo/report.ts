@@ -1,12 +1,10 @@
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { z } from "zod";
 import {
   type CopyRate,
   type CostSummary,
   costSummary,
-  type EvalSummary,
-  EvalTrajectory,
+  type EvalTrajectory,
   masTraceCost,
   type PairedDifference,
   pairedDifference,
@@ -20,19 +18,16 @@ import {
   trajectoryCostIn,
 } from "../../eval/index.js";
 import { ByteTokenizer, readTokenizerFile, TOKENIZER_FILE, type Tokenizer } from "../../model/index.js";
-import { completionIds, parseCoa, Trajectory } from "../../protocol/index.js";
-import { MasTrace } from "../../teacher/index.js";
-import { pct, readJsonlTolerant } from "../../util/index.js";
+import { completionIds, parseCoa, type Trajectory } from "../../protocol/index.js";
+import type { MasTrace } from "../../teacher/index.js";
+import { pct } from "../../util/index.js";
+import { ARTIFACTS, readArtifact, readRecords } from "../artifacts.js";
 import type { DemoPreset } from "./presets.js";
 
 const bytes = new ByteTokenizer();
 /** A token cut as prose: "55.4% fewer", or "17.1× more" when the student spent more. */
 const fewer = (cut: number) => (cut >= 0 ? `${pct(cut)} fewer` : `${(1 - cut).toFixed(1)}× more`);
 const num = (x: number | null) => (x === null ? "–" : Math.round(x).toLocaleString("en-US"));
-
-async function readJson(file: string): Promise<unknown> {
-  return JSON.parse(await readFile(file, "utf8"));
-}
 
 async function figure(file: string, caption: string, reportDir: string): Promise<ReportBlock[]> {
   try {
@@ -77,11 +72,8 @@ function resultsTable(rows: SystemRow[]): ReportBlock {
   };
 }
 
-/** A summary.json written before these fields existed lacks them; the report then says so. */
-type SummaryFile = Omit<EvalSummary, "byKind" | "taskScores" | "copy"> &
-  Partial<Pick<EvalSummary, "byKind" | "taskScores" | "copy">>;
-
-const RERUN = "(not in this summary.json: rerun `coa eval` to add it)";
+/** Said where an eval summary from before `byKind`, `taskScores` or `copy` existed lacks one. */
+const RERUN = `(not in this ${ARTIFACTS.evalSummary.file}: rerun \`coa eval\` to add it)`;
 
 /** Success of each system on each task kind, of how many tasks: pass@1, and avg@k too when k > 1. */
 function kindsTable(
@@ -150,17 +142,6 @@ function examples(records: readonly EvalTrajectory[], tokenizer: Tokenizer): Rep
   });
 }
 
-const Funnel = z.object({
-  stages: z.array(
-    z.object({
-      stage: z.string(),
-      in: z.number(),
-      out: z.number(),
-      dropped: z.record(z.string(), z.number()),
-    }),
-  ),
-});
-
 /**
  * A handful of solved tasks is easy to over-read: name their answers, so a reader can see when
  * they are one common value guessed from a small answer set rather than found.
@@ -171,17 +152,20 @@ function fewSolved(records: readonly Trajectory[], system: string): string {
   return ` ${system} solved ${answers.length} of ${records.length} test episodes, answering ${answers.join(", ")}; with so few, check the examples below for whether they were found or guessed.`;
 }
 
-/** The fields of RL's metrics.jsonl that say whether RL had anything to learn from. */
-const RlStep = z.object({
-  success: z.number(),
-  samples: z.number(),
-  groups_kept: z.number(),
-  groups_drawn: z.number(),
-});
+/** Only the fields of RL's metrics that say whether it had anything to learn from, so older runs read too. */
+const RL_SIGNAL = {
+  ...ARTIFACTS.rlMetrics,
+  schema: ARTIFACTS.rlMetrics.schema.pick({
+    success: true,
+    samples: true,
+    groups_kept: true,
+    groups_drawn: true,
+  }),
+};
 
-/** Why RL could not move success, in numbers from its own rollouts. */
-async function rlSignal(file: string): Promise<string> {
-  const steps = (await readJsonlTolerant(file, RlStep).catch(() => ({ records: [] }))).records;
+/** Why RL could not move success, in numbers from its own rollouts in `runDir`. */
+async function rlSignal(runDir: string): Promise<string> {
+  const steps = await readRecords(runDir, RL_SIGNAL).catch(() => []);
   if (!steps.length) return "";
   const solved = steps.reduce((n, s) => n + Math.round(s.success * s.samples), 0);
   const samples = steps.reduce((n, s) => n + s.samples, 0);
@@ -238,20 +222,17 @@ export async function writeDemoReport(
   // The student's vocabulary (distill writes it; the test-split teacher was counted in it too).
   const tokenizer = await readTokenizerFile(at("data", TOKENIZER_FILE)).catch(() => bytes);
   const count = (s: string) => tokenizer.encode(s).length;
-  const teacher = masResults(
-    (await readJsonlTolerant(at("teach-test", "traces.jsonl"), MasTrace)).records,
-    count,
-  );
+  const teacher = masResults(await readRecords(at("teach-test"), ARTIFACTS.masTraces), count);
   // The same team on @openai/agents (stages team-test and import-team); a demo folder from before
   // those stages has none, and the report leaves the framework out.
-  const team = await readJsonlTolerant(at("team-traces", "traces.jsonl"), MasTrace).then(
-    (r) => (r.records.length ? masResults(r.records, count) : null),
+  const team = await readRecords(at("team-traces"), ARTIFACTS.masTraces).then(
+    (traces) => (traces.length ? masResults(traces, count) : null),
     () => null,
   );
-  const sft = (await readJson(at("eval-sft", "summary.json"))) as SummaryFile;
-  const rl = (await readJson(at("eval-rl", "summary.json"))) as SummaryFile;
+  const sft = await readArtifact(at("eval-sft"), ARTIFACTS.evalSummary);
+  const rl = await readArtifact(at("eval-rl"), ARTIFACTS.evalSummary);
   const gain = sft.taskScores && rl.taskScores ? pairedDifference(rl.taskScores, sft.taskScores) : null;
-  const rlEpisodes = (await readJsonlTolerant(at("eval-rl", "trajectories.jsonl"), EvalTrajectory)).records;
+  const rlEpisodes = await readRecords(at("eval-rl"), ARTIFACTS.evalTrajectories);
   const rows: SystemRow[] = [
     { name: "Teacher MAS (expert driver)", ...teacher, formatErrorRate: null },
     ...(team ? [{ name: TEAM_NAME, ...team, formatErrorRate: null }] : []),
@@ -272,9 +253,9 @@ export async function writeDemoReport(
   // The same teacher episodes on the train split, once as a MAS and once distilled into one CoA
   // context: the protocol's token saving with the model's quality held equal. The train-split
   // teacher ran before the student's vocabulary existed, so both sides are counted in bytes.
-  const distilled = (await readJsonlTolerant(at("data", "native.jsonl"), Trajectory)).records;
+  const distilled = await readRecords(at("data"), ARTIFACTS.distilled);
   const kept = new Set(distilled.map((t) => t.taskId));
-  const teachTraces = (await readJsonlTolerant(at("teach", "traces.jsonl"), MasTrace)).records;
+  const teachTraces = await readRecords(at("teach"), ARTIFACTS.masTraces);
   const byteCount = (s: string) => bytes.encode(s).length;
   const masSame = costSummary(
     teachTraces.filter((t) => kept.has(t.taskId)).map((t) => masTraceCost(t, byteCount)),
@@ -293,7 +274,7 @@ export async function writeDemoReport(
   findings.push(
     (rlBeats
       ? `AFM-RL beats AFM-SFT on test success (${pct(rl.success.pass1)} vs ${pct(sft.success.pass1)}).`
-      : `AFM-RL does **not** beat AFM-SFT on test success here (${pct(rl.success.pass1)} vs ${pct(sft.success.pass1)}).${await rlSignal(at("rl", "metrics.jsonl"))}`) +
+      : `AFM-RL does **not** beat AFM-SFT on test success here (${pct(rl.success.pass1)} vs ${pct(sft.success.pass1)}).${await rlSignal(at("rl"))}`) +
       fewSolved(rlEpisodes, "AFM-RL"),
   );
   findings.push(pairedGain(gain, sft.success.k));
@@ -308,7 +289,7 @@ export async function writeDemoReport(
     );
   }
 
-  const funnel = Funnel.safeParse(await readJson(at("data", "funnel.json")).catch(() => null));
+  const funnel = await readArtifact(at("data"), ARTIFACTS.funnel).catch(() => null);
   const report: Report = {
     title: `coa demo (${preset.name})`,
     sections: [
@@ -387,12 +368,12 @@ export async function writeDemoReport(
       },
       {
         title: "Distillation funnel",
-        blocks: funnel.success
+        blocks: funnel
           ? [
               {
                 kind: "table",
                 header: ["stage", "in", "out", "dropped"],
-                rows: funnel.data.stages.map((s) => [
+                rows: funnel.stages.map((s) => [
                   s.stage,
                   s.in,
                   s.out,
@@ -404,7 +385,7 @@ export async function writeDemoReport(
               ...(await figure(at("data", "plots", "lengths.svg"), "trajectory lengths (tokens)", out)),
               ...(await figure(at("data", "plots", "tool-calls.svg"), "tool calls per trajectory", out)),
             ]
-          : [{ kind: "text", text: "(no funnel.json)" }],
+          : [{ kind: "text", text: `(no ${ARTIFACTS.funnel.file})` }],
       },
       {
         title: "Training curves",

@@ -3,14 +3,24 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { TOKENIZER_FILE } from "../../model/index.js";
 import { parseSeeds, worldDirName } from "../../tasks/index.js";
+import { LAST_LINK } from "../../train/index.js";
+import { ARTIFACTS } from "../artifacts.js";
+import { type CoaCommand, coaCommand, commandArgs, type FlagValues } from "../command-args.js";
+import { DistillFlags } from "../commands/distill.js";
+import { EvalFlags } from "../commands/eval.js";
+import { ImportFlags } from "../commands/import.js";
+import { TeachFlags } from "../commands/teach.js";
+import { TEAM_SPANS_FILE, TeamFlags } from "../commands/team.js";
+import { PretrainFlags, RlFlags, SftFlags } from "../commands/train.js";
+import { WorldGenerateFlags } from "../commands/world.js";
 import type { DemoPreset } from "./presets.js";
 
-/** One step of the demo: a `coa` subcommand whose output lands in `dir` under the demo folder. */
+/** One step of the demo: a `coa` command whose output lands in `dir` under the demo folder. */
 export interface DemoStage {
   name: string;
   title: string;
   dir: string;
-  args: string[];
+  command: CoaCommand;
 }
 
 /** The paper on one machine: world → teacher → distill → SFT → RL → evaluate all three systems. */
@@ -21,181 +31,122 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
   const worlds = at("worlds");
   const rlWorld = path.join(worlds, worldDirName(parseSeeds(p.trainSeeds)[0]!));
   const base = baseCheckpoint(p, out);
-  // Every system is measured on the same test tasks of the unseen world.
-  const testTasks = ["--tasks", world, "--split", "test", "--limit", String(p.evalTasks)];
-  const evalArgs = (model: string, dir: string) => [
-    "eval",
-    "--model",
-    `engine:${at(model)}`,
-    ...testTasks,
-    "--k",
-    String(p.evalK),
-    "--temperature",
-    String(p.evalTemperature),
-    "--max-turns",
-    String(p.maxTurns),
-    "--max-tokens-per-turn",
-    String(p.maxTokensPerTurn),
-    "--concurrency",
-    String(p.concurrency),
-    "--search-top-k",
-    String(p.searchTopK),
-    "--out",
-    at(dir),
-  ];
+  // Every system is measured on the same test tasks of the unseen world (teach and team name these
+  // flags as eval does). Spread flags escape excess-property checks, hence `satisfies`.
+  const testTasks = { tasks: world, split: "test", limit: p.evalTasks } satisfies FlagValues<
+    typeof EvalFlags
+  >;
+  const studentTokenizer = path.join(at("data"), TOKENIZER_FILE);
+  const evaluate = (model: string, dir: string) =>
+    coaCommand(["eval"], EvalFlags, {
+      model: `engine:${at(model)}`,
+      ...testTasks,
+      k: p.evalK,
+      temperature: p.evalTemperature,
+      maxTurns: p.maxTurns,
+      maxTokensPerTurn: p.maxTokensPerTurn,
+      concurrency: p.concurrency,
+      searchTopK: p.searchTopK,
+      out: at(dir),
+    });
+  const worldFlags = { size: p.worldSize, maxHops: p.maxHops } satisfies FlagValues<
+    typeof WorldGenerateFlags
+  >;
   const stages: DemoStage[] = [
     {
       name: "world",
       title: "generate the unseen test world",
       dir: "world",
-      args: [
-        "world",
-        "generate",
-        "--seed",
-        String(p.seed),
-        "--size",
-        p.worldSize,
-        "--max-hops",
-        String(p.maxHops),
-        "--out",
-        world,
-      ],
+      command: coaCommand(["world", "generate"], WorldGenerateFlags, {
+        seed: p.seed,
+        ...worldFlags,
+        out: world,
+      }),
     },
     {
       name: "worlds",
       title: "generate the worlds the student learns on",
       dir: "worlds",
-      args: [
-        "world",
-        "generate",
-        "--seeds",
-        p.trainSeeds,
-        "--size",
-        p.worldSize,
-        "--max-hops",
-        String(p.maxHops),
-        "--out",
-        worlds,
-      ],
+      command: coaCommand(["world", "generate"], WorldGenerateFlags, {
+        seeds: p.trainSeeds,
+        ...worldFlags,
+        out: worlds,
+      }),
     },
     {
       name: "teach",
       title: "teacher MAS on the train split of every training world",
       dir: "teach",
-      args: [
-        "teach",
-        "--tasks",
-        worlds,
-        "--split",
-        "train",
-        "--driver",
-        "expert",
-        "--limit",
-        String(p.teachTasks),
-        "--search-top-k",
-        String(p.searchTopK),
-        "--out",
-        at("teach"),
-      ],
+      command: coaCommand(["teach"], TeachFlags, {
+        tasks: worlds,
+        split: "train",
+        driver: "expert",
+        limit: p.teachTasks,
+        searchTopK: p.searchTopK,
+        out: at("teach"),
+      }),
     },
     {
       name: "distill",
       title: "distill traces into CoA trajectories",
       dir: "data",
-      args: [
-        "distill",
-        "--traces",
-        at("teach"),
-        "--out",
-        at("data"),
-        "--max-tokens",
-        String(p.distillMaxTokens),
+      command: coaCommand(["distill"], DistillFlags, {
+        traces: at("teach"),
+        out: at("data"),
+        maxTokens: p.distillMaxTokens,
         // Trajectories in the base's own ids; without a base, a vocabulary learned from them.
-        ...(base
-          ? ["--tokenizer", path.join(base, TOKENIZER_FILE)]
-          : p.bpeVocab
-            ? ["--tokenizer", `bpe:${p.bpeVocab}`]
-            : []),
-      ],
+        tokenizer: base ? path.join(base, TOKENIZER_FILE) : p.bpeVocab ? `bpe:${p.bpeVocab}` : undefined,
+      }),
     },
     {
       name: "sft",
       title: base ? "SFT the base model" : `SFT a fresh ${p.modelPreset} model`,
       dir: "sft",
-      args: [
-        "train",
-        "sft",
-        "--data",
-        at("data"),
-        ...(base ? ["--from", base] : ["--preset", p.modelPreset]),
-        ...(p.modelContext ? ["--context", String(p.modelContext)] : []),
-        "--steps",
-        String(p.sftSteps),
-        "--max-length",
-        String(p.sftMaxLength),
-        "--lr",
-        String(p.sftLr),
-        "--batch-tokens",
-        String(p.sftBatchTokens),
+      command: coaCommand(["train", "sft"], SftFlags, {
+        data: at("data"),
+        ...(base ? { from: base } : { preset: p.modelPreset }),
+        context: p.modelContext,
+        steps: p.sftSteps,
+        maxLength: p.sftMaxLength,
+        lr: p.sftLr,
+        batchTokens: p.sftBatchTokens,
         // The learning curve in success: greedy episodes on dev tasks at four points of the run.
-        "--dev-tasks",
-        rlWorld,
-        "--dev-every",
-        String(Math.max(1, Math.ceil(p.sftSteps / 4))),
-        "--dev-limit",
-        String(p.devTasks),
-        "--max-turns",
-        String(p.maxTurns),
-        "--max-tokens-per-turn",
-        String(p.maxTokensPerTurn),
-        "--search-top-k",
-        String(p.searchTopK),
-        "--out",
-        at("sft"),
-      ],
+        devTasks: rlWorld,
+        devEvery: Math.max(1, Math.ceil(p.sftSteps / 4)),
+        devLimit: p.devTasks,
+        maxTurns: p.maxTurns,
+        maxTokensPerTurn: p.maxTokensPerTurn,
+        searchTopK: p.searchTopK,
+        out: at("sft"),
+      }),
     },
     {
       name: "rl",
       title: "agentic RL on the rl split of a training world",
       dir: "rl",
-      args: [
-        "train",
-        "rl",
-        "--from",
-        path.join(at("sft"), "last"),
-        "--tasks",
-        rlWorld,
-        "--steps",
-        String(p.rlSteps),
-        "--group-size",
-        String(p.rlGroupSize),
-        "--batch-tasks",
-        String(p.rlBatchTasks),
-        "--search-top-k",
-        String(p.searchTopK),
-        "--config",
-        at("rl-config.json"),
-        "--out",
-        at("rl"),
-      ],
+      command: coaCommand(["train", "rl"], RlFlags, {
+        from: path.join(at("sft"), LAST_LINK),
+        tasks: rlWorld,
+        steps: p.rlSteps,
+        groupSize: p.rlGroupSize,
+        batchTasks: p.rlBatchTasks,
+        searchTopK: p.searchTopK,
+        config: at(ARTIFACTS.rlConfig.file),
+        out: at("rl"),
+      }),
     },
     {
       name: "eval-teacher",
       title: "teacher MAS on the test split",
       dir: "teach-test",
-      args: [
-        "teach",
+      command: coaCommand(["teach"], TeachFlags, {
         ...testTasks,
-        "--driver",
-        "expert",
-        "--search-top-k",
-        String(p.searchTopK),
+        driver: "expert",
+        searchTopK: p.searchTopK,
         // Counted in the student's vocabulary, so the comparison with the CoA model is like for like.
-        "--tokenizer",
-        path.join(at("data"), TOKENIZER_FILE),
-        "--out",
-        at("teach-test"),
-      ],
+        tokenizer: studentTokenizer,
+        out: at("teach-test"),
+      }),
     },
     // The paper's cost claim against a real framework: the same team rebuilt on @openai/agents, its
     // traces as the framework sent every call, counted in the student's vocabulary (docs/import.md).
@@ -203,74 +154,65 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
       name: "team-test",
       title: "the teacher's team on @openai/agents, on the test split",
       dir: "team-test",
-      args: ["team", ...testTasks, "--search-top-k", String(p.searchTopK), "--out", at("team-test")],
+      command: coaCommand(["team"], TeamFlags, {
+        ...testTasks,
+        searchTopK: p.searchTopK,
+        out: at("team-test"),
+      }),
     },
     {
       name: "import-team",
       title: "import the framework team's traces",
       dir: "team-traces",
-      args: [
-        "import",
-        path.join(at("team-test"), "spans.jsonl"),
-        "--from",
-        "openai-agents",
-        "--tasks",
-        world,
-        "--split",
-        "test",
-        "--tokenizer",
-        path.join(at("data"), TOKENIZER_FILE),
-        "--out",
-        at("team-traces"),
-      ],
+      command: coaCommand(
+        ["import"],
+        ImportFlags,
+        {
+          from: "openai-agents",
+          tasks: world,
+          split: "test",
+          tokenizer: studentTokenizer,
+          out: at("team-traces"),
+        },
+        [path.join(at("team-test"), TEAM_SPANS_FILE)],
+      ),
     },
     {
       name: "eval-sft",
       title: "evaluate AFM-SFT on the test split",
       dir: "eval-sft",
-      args: evalArgs("sft/last", "eval-sft"),
+      command: evaluate(`sft/${LAST_LINK}`, "eval-sft"),
     },
     {
       name: "eval-rl",
       title: "evaluate AFM-RL on the test split",
       dir: "eval-rl",
-      args: evalArgs("rl/last", "eval-rl"),
+      command: evaluate(`rl/${LAST_LINK}`, "eval-rl"),
     },
   ];
   if (p.base !== "pretrain") return stages;
-  const pretrainWorlds = [
-    "--seeds",
-    p.pretrainSeeds,
-    "--exclude-seeds",
-    String(p.seed),
-    "--size",
-    p.worldSize,
-    "--max-hops",
-    String(p.maxHops),
-  ];
+  const pretrainWorlds = {
+    seeds: p.pretrainSeeds,
+    excludeSeeds: String(p.seed),
+    size: p.worldSize,
+    maxHops: p.maxHops,
+  } satisfies FlagValues<typeof PretrainFlags>;
   const pretrain: DemoStage = {
     name: "pretrain",
     title: `pretrain a ${p.modelPreset} base on worlds ${p.pretrainSeeds}`,
     dir: "base",
-    args: [
-      "train",
-      "pretrain",
+    command: coaCommand(["train", "pretrain"], PretrainFlags, {
       ...pretrainWorlds,
-      ...(p.pretrainMix ? ["--mix", p.pretrainMix] : []),
-      "--preset",
-      p.modelPreset,
-      ...(p.modelContext ? ["--context", String(p.modelContext)] : []),
-      "--tokenizer",
-      `bpe:${p.bpeVocab ?? 2048}`,
-      "--steps",
-      String(p.pretrainSteps),
-      "--lr",
-      String(p.pretrainLr),
-      "--batch-tokens",
-      String(p.pretrainBatchTokens),
-      "--out",
-      at("base"),
-    ],
+      mix: p.pretrainMix,
+      preset: p.modelPreset,
+      context: p.modelContext,
+      // Without bpeVocab, pretraining's own default vocabulary.
+      tokenizer: p.bpeVocab ? `bpe:${p.bpeVocab}` : undefined,
+      steps: p.pretrainSteps,
+      lr: p.pretrainLr,
+      batchTokens: p.pretrainBatchTokens,
+      out: at("base"),
+    }),
   };
   const read = p.pretrainRead;
   const reading: DemoStage[] = read
@@ -279,23 +221,15 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
           name: "pretrain-read",
           title: "go on pretraining the base on search-reading drills",
           dir: "base-read",
-          args: [
-            "train",
-            "pretrain",
-            "--from",
-            path.join(at("base"), "last"),
+          command: coaCommand(["train", "pretrain"], PretrainFlags, {
+            from: path.join(at("base"), LAST_LINK),
             ...pretrainWorlds,
-            "--mix",
-            read.mix,
-            "--steps",
-            String(read.steps),
-            "--lr",
-            String(read.lr),
-            "--batch-tokens",
-            String(p.pretrainBatchTokens),
-            "--out",
-            at("base-read"),
-          ],
+            mix: read.mix,
+            steps: read.steps,
+            lr: read.lr,
+            batchTokens: p.pretrainBatchTokens,
+            out: at("base-read"),
+          }),
         },
       ]
     : [];
@@ -308,7 +242,7 @@ const PACKAGE_ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 /** The checkpoint SFT starts from: the shipped base, the one this demo pretrains, or none. */
 export function baseCheckpoint(p: DemoPreset, out: string): string | null {
   if (p.base === "shipped") return path.resolve(PACKAGE_ROOT, p.baseDir);
-  if (p.base === "pretrain") return path.join(out, p.pretrainRead ? "base-read" : "base", "last");
+  if (p.base === "pretrain") return path.join(out, p.pretrainRead ? "base-read" : "base", LAST_LINK);
   return null;
 }
 
@@ -318,8 +252,9 @@ export function baseCheckpoint(p: DemoPreset, out: string): string | null {
  */
 export function runStage(stage: DemoStage): Promise<void> {
   const entry = process.argv[1]!;
+  const args = commandArgs(stage.command);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...process.execArgv, entry, ...stage.args], { stdio: "inherit" });
+    const child = spawn(process.execPath, [...process.execArgv, entry, ...args], { stdio: "inherit" });
     const forward = (signal: NodeJS.Signals) => child.kill(signal);
     process.once("SIGINT", forward);
     process.once("SIGTERM", forward);
@@ -329,9 +264,7 @@ export function runStage(stage: DemoStage): Promise<void> {
       process.off("SIGTERM", forward);
       if (code === 0) resolve();
       else
-        reject(
-          new Error(`stage ${stage.name} failed (${signal ?? `exit ${code}`}): coa ${stage.args.join(" ")}`),
-        );
+        reject(new Error(`stage ${stage.name} failed (${signal ?? `exit ${code}`}): coa ${args.join(" ")}`));
     });
   });
 }

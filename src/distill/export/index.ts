@@ -17,6 +17,7 @@ export const EXPORTERS: Readonly<Record<ExportFormat, Exporter>> = {
 };
 
 export * from "./llamafactory.js";
+export { NATIVE_FILE } from "./native.js";
 export * from "./openai.js";
 export * from "./trl.js";
 export * from "./turns.js";

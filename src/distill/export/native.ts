@@ -1,7 +1,10 @@
 import { jsonlText } from "../../util/index.js";
 import type { Exporter } from "./types.js";
 
-/** The Trajectory records themselves: what the engine's SFT reads (`native.jsonl`). */
+/** The file of the native export: one `Trajectory` per line, what `coa train sft` reads. */
+export const NATIVE_FILE = "native.jsonl";
+
+/** The Trajectory records themselves: what the engine's SFT reads. */
 export const exportNative: Exporter = ({ trajectories }) => [
-  { path: "native.jsonl", content: jsonlText(trajectories), records: trajectories.length },
+  { path: NATIVE_FILE, content: jsonlText(trajectories), records: trajectories.length },
 ];

@@ -2,6 +2,7 @@ import type { Stats } from "node:fs";
 import { readdir, readFile, stat } from "node:fs/promises";
 import { basename, extname, join } from "node:path";
 import { Task, type TaskKind } from "../task.js";
+import { WORLD_MANIFEST_FILE } from "../world/generate.js";
 import { type CollectOptions, collectTasks, type SkippedRow } from "./collect.js";
 import { type FieldMap, mappedRowToTask, parseFieldMap } from "./field-map.js";
 import { jsonArrayRows, jsonlLines, parseJsonLine, requireContent } from "./json-rows.js";
@@ -184,7 +185,7 @@ export async function loadTasks(path: string, opts: LoadTasksOptions = {}): Prom
     throw new TaskLoadError(null, null, `not a regular file (${nodeKind(info)})`, path);
   }
   if (info.isDirectory()) {
-    const isWorld = await stat(join(path, "world.json")).catch(() => null);
+    const isWorld = await stat(join(path, WORLD_MANIFEST_FILE)).catch(() => null);
     if (!isWorld) throw new TaskLoadError(null, null, "a directory must be a world (no world.json)", path);
     return loadWorldDir(path, opts);
   }

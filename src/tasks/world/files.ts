@@ -1,10 +1,10 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import type { z } from "zod";
-import { WorldManifest } from "./generate.js";
+import { WORLD_MANIFEST_FILE, WorldManifest } from "./generate.js";
 
 export function readWorldManifest(dir: string): Promise<WorldManifest> {
-  return readJsonFile(path.join(dir, "world.json"), WorldManifest);
+  return readJsonFile(path.join(dir, WORLD_MANIFEST_FILE), WorldManifest);
 }
 
 /** A JSON file checked against its schema; errors name the file and the first bad field. */

@@ -175,11 +175,16 @@ export function generateWorld(
   return { manifest, corpus, splits };
 }
 
+/** A world folder's manifest (`WorldManifest`); its presence is what makes a folder a world. */
+export const WORLD_MANIFEST_FILE = "world.json";
+/** A world folder's documents, one `WorldDoc` per line: what search and crawl read. */
+export const WORLD_CORPUS_FILE = "corpus.jsonl";
+
 /** Writes corpus.jsonl, tasks/{train,rl,dev,test}.jsonl and world.json under `dir`. */
 export async function writeWorld(dir: string, world: GeneratedWorld): Promise<void> {
   await mkdir(path.join(dir, "tasks"), { recursive: true });
-  await writeFile(path.join(dir, "corpus.jsonl"), jsonlText(world.corpus));
+  await writeFile(path.join(dir, WORLD_CORPUS_FILE), jsonlText(world.corpus));
   for (const split of SPLITS)
     await writeFile(path.join(dir, "tasks", `${split}.jsonl`), jsonlText(world.splits[split]));
-  await writeFile(path.join(dir, "world.json"), `${JSON.stringify(world.manifest, null, 2)}\n`);
+  await writeFile(path.join(dir, WORLD_MANIFEST_FILE), `${JSON.stringify(world.manifest, null, 2)}\n`);
 }

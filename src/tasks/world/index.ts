@@ -5,6 +5,8 @@ export {
   generateWorld,
   SPLITS,
   Split,
+  WORLD_CORPUS_FILE,
+  WORLD_MANIFEST_FILE,
   WORLD_VERSION,
   WorldManifest,
   writeWorld,

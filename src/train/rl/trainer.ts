@@ -5,7 +5,14 @@ import type { PolicySequence, PolicyStepResult } from "../../model/index.js";
 import type { Task } from "../../tasks/index.js";
 import { mean } from "../../util/index.js";
 import { writeCurvesReport } from "../report.js";
-import { Checkpoints, MetricsLog, readJson, STATE_FILE, writeJsonAtomic } from "../run-folder.js";
+import {
+  Checkpoints,
+  METRICS_FILE,
+  MetricsLog,
+  readJson,
+  STATE_FILE,
+  writeJsonAtomic,
+} from "../run-folder.js";
 import { lrAt } from "../schedule.js";
 import { deriveSeed, shuffled } from "../seeds.js";
 import type { TrainerClient } from "../trainer-client.js";
@@ -31,34 +38,36 @@ export const RlState = z.object({
 });
 export type RlState = z.infer<typeof RlState>;
 
-export interface RlStepMetrics {
-  step: number;
-  reward_mean: number;
-  score_mean: number;
-  success: number;
-  samples: number;
-  scorer_errors: number;
-  groups_drawn: number;
-  groups_kept: number;
-  rounds: number;
+/** One line of an RL run's metrics.jsonl: what one GRPO step did. */
+export const RlStepMetrics = z.object({
+  step: z.number(),
+  reward_mean: z.number(),
+  score_mean: z.number(),
+  success: z.number(),
+  samples: z.number(),
+  scorer_errors: z.number(),
+  groups_drawn: z.number(),
+  groups_kept: z.number(),
+  rounds: z.number(),
   /** Kept sequences left out of the update for exceeding maxSequenceTokens. */
-  too_long: number;
-  response_length: number;
-  turns: number;
-  tool_calls: number;
-  format_error_rate: number;
-  updates: number;
-  loss: number;
-  entropy: number;
-  clip_frac: number;
-  kl: number;
-  grad_norm: number;
-  lr: number;
-  rollout_s: number;
-  rollout_tokens_per_s: number;
-  update_s: number;
-  update_tokens_per_s: number;
-}
+  too_long: z.number(),
+  response_length: z.number(),
+  turns: z.number(),
+  tool_calls: z.number(),
+  format_error_rate: z.number(),
+  updates: z.number(),
+  loss: z.number(),
+  entropy: z.number(),
+  clip_frac: z.number(),
+  kl: z.number(),
+  grad_norm: z.number(),
+  lr: z.number(),
+  rollout_s: z.number(),
+  rollout_tokens_per_s: z.number(),
+  update_s: z.number(),
+  update_tokens_per_s: z.number(),
+});
+export type RlStepMetrics = z.infer<typeof RlStepMetrics>;
 
 export interface RlDeps {
   client: TrainerClient;
@@ -119,7 +128,7 @@ export async function runRl(
   await mkdir(runDir, { recursive: true });
   await writeJsonAtomic(path.join(runDir, "config.json"), config);
   const checkpoints = new Checkpoints(runDir, config.keepCheckpoints);
-  const metrics = new MetricsLog(path.join(runDir, "metrics.jsonl"));
+  const metrics = new MetricsLog(path.join(runDir, METRICS_FILE));
 
   let state: RlState = { kind: "rl", step: 0, epoch: 0, position: 0, totalSteps: config.steps };
   let resumedFromStep: number | null = null;

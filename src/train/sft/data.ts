@@ -1,5 +1,6 @@
 import { stat } from "node:fs/promises";
 import path from "node:path";
+import { NATIVE_FILE } from "../../distill/index.js";
 import { BYTE_TOKENIZER_NAME } from "../../model/index.js";
 import { completionIds, lossMask, Trajectory } from "../../protocol/index.js";
 import { jsonlLines } from "../../util/index.js";
@@ -34,7 +35,7 @@ export async function resolveTrajectoryFile(dataPath: string): Promise<string> {
   const info = await stat(dataPath).catch(() => null);
   if (!info) throw new Error(`${dataPath}: no such file or folder`);
   if (info.isFile()) return dataPath;
-  const native = path.join(dataPath, "native.jsonl");
+  const native = path.join(dataPath, NATIVE_FILE);
   if ((await stat(native).catch(() => null))?.isFile()) return native;
   throw new Error(
     `${dataPath}: no native.jsonl (the trajectories written by \`coa distill\`) in this folder`,
