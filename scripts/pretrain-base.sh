@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Reproduces models/base, the base model `coa demo` starts from: next-token pretraining of the
 # `micro` engine model on 39 generated worlds (seeds 201-239; 240 held out for the eval losses;
-# never the demo's test seed 1) in two stages (articles and copy drills, then search-reading drills),
-# then a weights-only release. About an hour on 2 CPU cores. Bits differ between CPUs (fp32 or bf16
+# never the demo's test seed 1) in three stages (articles and copy drills, then search-reading drills,
+# then drills that copy numbers into computations), then a weights-only release. About 75 minutes
+# on 2 CPU cores. Bits differ between CPUs (fp32 or bf16
 # kernels), the procedure does not. models/base/BASE.md records what each stage measured.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,4 +15,7 @@ npx coa train pretrain "${worlds[@]}" --mix articles,pages,lookup,chain,facts \
 npx coa train pretrain --from "$out/base-micro/last" "${worlds[@]}" \
   --mix search:0.3,facts,chain:0.3,lookup:0.5,articles,pages \
   --steps 1200 --lr 2e-3 --batch-tokens 8192 --eval-every 100 --out "$out/base-read"
-npx coa engine release "$out/base-read/last" --out models/base
+npx coa train pretrain --from "$out/base-read/last" "${worlds[@]}" \
+  --mix compute,search:0.3,facts:0.5,chain:0.2,lookup:0.3,articles:0.5,pages:0.5 \
+  --steps 900 --lr 2e-3 --batch-tokens 8192 --eval-every 100 --out "$out/base-compute"
+npx coa engine release "$out/base-compute/last" --out models/base

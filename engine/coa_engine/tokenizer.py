@@ -2,7 +2,7 @@
 
 Both start with pad, bos, eos, one token per protocol tag, then the 256 bytes. The byte tokenizer
 stops there. A BPE tokenizer adds merged tokens: merge k joins two existing ids into id
-`byte_offset + 256 + k`. Text is first cut at protocol tags, then into pieces by PIECE_PATTERN
+`byte_offset + 256 + k`. Text is first cut at protocol tags, then into pieces by PIECE_PATTERNS
 (a word with its leading space, up to three digits, a run of punctuation, whitespace), and merges
 never cross a piece. The tag list comes from src/protocol (specials.json is its checked-in copy,
 kept equal by a test); ids must match the TypeScript tokenizers exactly.
@@ -17,23 +17,33 @@ from pathlib import Path
 
 NAME = "coa-byte-v1"
 BPE_PREFIX = "coa-bpe-v1-"
+BPE_V2_PREFIX = "coa-bpe-v2-"
 PAD_ID, BOS_ID, EOS_ID = 0, 1, 2
 SPECIALS_FILE = Path(__file__).with_name("specials.json")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 # ASCII classes only, so that Python's re and JavaScript's RegExp cut every text the same way.
-PIECE_PATTERN = re.compile(
-    r" ?[A-Za-z]+| ?[0-9]{1,3}| ?[^A-Za-z0-9 \t\r\n]+|[ \t\r\n]+(?![^ \t\r\n])|[ \t\r\n]+"
-)
+# v1 joins a digit run to the space before it and cuts it into threes from the left; v2 never joins
+# it to what precedes and cuts from the right, as thousands separators do, so a value has the same
+# pieces wherever it is written (src/model/byte-tokenizer.ts, PieceScheme).
+PIECE_PATTERNS = {
+    "v1": re.compile(r" ?[A-Za-z]+| ?[0-9]{1,3}| ?[^A-Za-z0-9 \t\r\n]+|[ \t\r\n]+(?![^ \t\r\n])|[ \t\r\n]+"),
+    "v2": re.compile(
+        r" ?[A-Za-z]+|[0-9]{1,3}(?=(?:[0-9]{3})*(?![0-9]))| ?[^A-Za-z0-9 \t\r\n]+|[ \t\r\n]+(?![^ \t\r\n])|[ \t\r\n]+"
+    ),
+}
 
 
 def default_tags() -> list[str]:
     return json.loads(SPECIALS_FILE.read_text())["tags"]
 
 
-def bpe_name(tags: list[str], merges: list[list[int]]) -> str:
+def bpe_name(tags: list[str], merges: list[list[int]], pieces: str = "v1") -> str:
     """A name that changes whenever an id would mean another token."""
-    digest = hashlib.sha256(json.dumps({"tags": tags, "merges": merges}, separators=(",", ":")).encode())
-    return BPE_PREFIX + digest.hexdigest()[:12]
+    if pieces == "v1":  # the digest of files written before piece schemes existed
+        digest = hashlib.sha256(json.dumps({"tags": tags, "merges": merges}, separators=(",", ":")).encode())
+        return BPE_PREFIX + digest.hexdigest()[:12]
+    spec = {"tags": tags, "merges": merges, "pieces": pieces}
+    return BPE_V2_PREFIX + hashlib.sha256(json.dumps(spec, separators=(",", ":")).encode()).hexdigest()[:12]
 
 
 class ByteTokenizer:
@@ -86,8 +96,12 @@ class ByteTokenizer:
 class BpeTokenizer(ByteTokenizer):
     """Byte-level BPE: the byte tokenizer plus merges learned by `coa distill --tokenizer bpe:<size>`."""
 
-    def __init__(self, tags: list[str], merges: list[list[int]]):
+    def __init__(self, tags: list[str], merges: list[list[int]], pieces: str = "v1"):
         super().__init__(tags)
+        if pieces not in PIECE_PATTERNS:
+            raise ValueError(f"unknown piece scheme {pieces!r}; this engine knows {sorted(PIECE_PATTERNS)}")
+        self.pieces = pieces
+        self._piece_pattern = PIECE_PATTERNS[pieces]
         self.merges = [list(m) for m in merges]
         first = self.byte_offset + 256
         self.ranks: dict[tuple[int, int], int] = {}
@@ -97,14 +111,15 @@ class BpeTokenizer(ByteTokenizer):
             self.ranks[(a, b)] = k
             self._bytes.append(self._bytes[a] + self._bytes[b])
         self.vocab_size = first + len(self.merges)
-        self.name = bpe_name(self.tags, self.merges)
+        self.name = bpe_name(self.tags, self.merges, pieces)
         self._cache: dict[str, list[int]] = {}
 
     def to_json(self) -> dict:
-        return {"name": self.name, "tags": self.tags, "merges": self.merges}
+        spec = {"name": self.name, "tags": self.tags, "merges": self.merges}
+        return spec if self.pieces == "v1" else {**spec, "pieces": self.pieces}
 
     def _encode_plain(self, text: str, out: list[int]) -> None:
-        for piece in PIECE_PATTERN.findall(text):
+        for piece in self._piece_pattern.findall(text):
             ids = self._cache.get(piece)
             if ids is None:
                 ids = self._merge([self.byte_offset + b for b in piece.encode()])
@@ -136,7 +151,7 @@ class BpeTokenizer(ByteTokenizer):
 def tokenizer_from_json(spec: dict) -> ByteTokenizer:
     """The tokenizer a checkpoint manifest or tokenizer file describes."""
     if "merges" in spec:
-        tok = BpeTokenizer(spec["tags"], spec["merges"])
+        tok = BpeTokenizer(spec["tags"], spec["merges"], spec.get("pieces", "v1"))
         if spec.get("name") not in (None, tok.name):
             raise ValueError(f"tokenizer is named {spec['name']!r} but its merges make {tok.name!r}")
         return tok

@@ -1,31 +1,49 @@
 import { createHash } from "node:crypto";
 import { tagTokens } from "../protocol/index.js";
-import { BYTE_TOKENIZER_NAME, ByteTokenizer, type Tokenizer, type TokenizerSpec } from "./byte-tokenizer.js";
+import {
+  BYTE_TOKENIZER_NAME,
+  ByteTokenizer,
+  type PieceScheme,
+  type Tokenizer,
+  type TokenizerSpec,
+} from "./byte-tokenizer.js";
 import { appendAll } from "./ids.js";
 
 /**
  * Byte-level BPE for the embedded engine: the byte tokenizer's ids (pad, bos, eos, one per protocol
  * tag, 256 bytes) plus merged tokens, merge k making id `byteOffset + 256 + k`. Text is cut at tags,
- * then into pieces by PIECE_PATTERN, and merges never cross a piece. engine/coa_engine/tokenizer.py
+ * then into pieces by PIECE_PATTERNS, and merges never cross a piece. engine/coa_engine/tokenizer.py
  * is its twin; a test holds their ids equal.
  *
  * Why: byte tokens make every trajectory 2.5-3.5 times longer, and on a CPU attention cost grows with
  * the square of that. Subword pieces keep held-out names copyable (they split into trained pieces).
  */
 export const BPE_TOKENIZER_PREFIX = "coa-bpe-v1-";
+export const BPE_V2_TOKENIZER_PREFIX = "coa-bpe-v2-";
 
 // ASCII classes only, so that JavaScript and Python regular expressions cut every text the same way.
-const PIECE_PATTERN = / ?[A-Za-z]+| ?[0-9]{1,3}| ?[^A-Za-z0-9 \t\r\n]+|[ \t\r\n]+(?![^ \t\r\n])|[ \t\r\n]+/g;
+const PIECE_PATTERNS: Record<PieceScheme, RegExp> = {
+  v1: / ?[A-Za-z]+| ?[0-9]{1,3}| ?[^A-Za-z0-9 \t\r\n]+|[ \t\r\n]+(?![^ \t\r\n])|[ \t\r\n]+/g,
+  v2: / ?[A-Za-z]+|[0-9]{1,3}(?=(?:[0-9]{3})*(?![0-9]))| ?[^A-Za-z0-9 \t\r\n]+|[ \t\r\n]+(?![^ \t\r\n])|[ \t\r\n]+/g,
+};
 
 /** The name that changes whenever an id would mean another token (same digest as the Python side). */
-export function bpeName(tags: readonly string[], merges: readonly (readonly [number, number])[]): string {
-  const json = JSON.stringify({ tags, merges });
-  return BPE_TOKENIZER_PREFIX + createHash("sha256").update(json).digest("hex").slice(0, 12);
+export function bpeName(
+  tags: readonly string[],
+  merges: readonly (readonly [number, number])[],
+  pieces: PieceScheme = "v1",
+): string {
+  // v1 names keep their old digest, so files written before piece schemes existed still load.
+  const [prefix, spec] =
+    pieces === "v1"
+      ? [BPE_TOKENIZER_PREFIX, { tags, merges }]
+      : [BPE_V2_TOKENIZER_PREFIX, { tags, merges, pieces }];
+  return prefix + createHash("sha256").update(JSON.stringify(spec)).digest("hex").slice(0, 12);
 }
 
 /** Splits text outside tags into the pieces merges stay within. */
-export function splitPieces(text: string): string[] {
-  return text.match(PIECE_PATTERN) ?? [];
+export function splitPieces(text: string, pieces: PieceScheme): string[] {
+  return text.match(PIECE_PATTERNS[pieces]) ?? [];
 }
 
 const pairKey = (a: number, b: number) => a * 0x100000 + b;
@@ -34,6 +52,7 @@ export class BpeTokenizer implements Tokenizer {
   readonly name: string;
   readonly vocabSize: number;
   readonly merges: readonly (readonly [number, number])[];
+  readonly pieces: PieceScheme;
   private readonly base = new ByteTokenizer();
   private readonly ranks = new Map<number, number>();
   /** The bytes of every id at or above the byte offset. */
@@ -41,7 +60,8 @@ export class BpeTokenizer implements Tokenizer {
   private readonly cache = new Map<string, number[]>();
   private readonly encoder = new TextEncoder();
 
-  constructor(merges: readonly (readonly [number, number])[]) {
+  constructor(merges: readonly (readonly [number, number])[], pieces: PieceScheme = "v1") {
+    this.pieces = pieces;
     const first = this.base.vocabSize;
     const offset = this.base.byteOffset;
     for (let b = 0; b < 256; b++) this.bytesOf.push(Uint8Array.of(b));
@@ -57,18 +77,22 @@ export class BpeTokenizer implements Tokenizer {
     });
     this.merges = merges.map(([a, b]) => [a, b] as const);
     this.vocabSize = first + merges.length;
-    this.name = bpeName(tagTokens(), this.merges);
+    this.name = bpeName(tagTokens(), this.merges, pieces);
   }
 
   toJSON(): TokenizerSpec {
-    return { name: this.name, tags: tagTokens(), merges: this.merges.map(([a, b]) => [a, b]) };
+    const merges = this.merges.map(([a, b]): [number, number] => [a, b]);
+    // v1 files stay byte-identical to those written before schemes existed.
+    return this.pieces === "v1"
+      ? { name: this.name, tags: tagTokens(), merges }
+      : { name: this.name, tags: tagTokens(), merges, pieces: this.pieces };
   }
 
   encode(text: string): number[] {
     const ids: number[] = [];
     for (const part of this.base.splitAtTags(text)) {
       if (typeof part === "number") ids.push(part);
-      else for (const piece of splitPieces(part)) appendAll(ids, this.encodePiece(piece));
+      else for (const piece of splitPieces(part, this.pieces)) appendAll(ids, this.encodePiece(piece));
     }
     return ids;
   }
@@ -129,6 +153,8 @@ export interface TrainBpeOptions {
   vocabSize: number;
   /** Pairs seen fewer times than this are never merged. */
   minPairCount?: number;
+  /** How text is cut before merging; new tokenizers default to `v2`. */
+  pieces?: PieceScheme;
 }
 
 /**
@@ -138,11 +164,12 @@ export interface TrainBpeOptions {
 export function trainBpe(texts: Iterable<string>, opts: TrainBpeOptions): BpeTokenizer {
   const base = new ByteTokenizer();
   const minCount = opts.minPairCount ?? 2;
+  const scheme = opts.pieces ?? "v2";
   const counts = new Map<string, number>();
   for (const text of texts)
     for (const part of base.splitAtTags(text))
       if (typeof part === "string")
-        for (const piece of splitPieces(part)) counts.set(piece, (counts.get(piece) ?? 0) + 1);
+        for (const piece of splitPieces(part, scheme)) counts.set(piece, (counts.get(piece) ?? 0) + 1);
 
   const encoder = new TextEncoder();
   const words: number[][] = [];
@@ -192,7 +219,7 @@ export function trainBpe(texts: Iterable<string>, opts: TrainBpeOptions): BpeTok
     where.delete(bestKey);
     for (const [key, n] of pairs) if (n <= 0) pairs.delete(key);
   }
-  return new BpeTokenizer(merges);
+  return new BpeTokenizer(merges, scheme);
 }
 
 /** The tokenizer a spec describes: the byte tokenizer, or a BPE whose name must match its merges. */
@@ -206,7 +233,7 @@ export function tokenizerFromSpec(spec: TokenizerSpec, where = "tokenizer"): Tok
     if (spec.name !== BYTE_TOKENIZER_NAME) throw new Error(`${where}: unknown tokenizer "${spec.name}"`);
     return new ByteTokenizer();
   }
-  const tok = new BpeTokenizer(spec.merges);
+  const tok = new BpeTokenizer(spec.merges, spec.pieces ?? "v1");
   if (tok.name !== spec.name)
     throw new Error(`${where}: named "${spec.name}", but its merges make "${tok.name}" (edited by hand?)`);
   return tok;

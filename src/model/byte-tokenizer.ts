@@ -11,11 +11,25 @@ export const PAD_ID = 0;
 export const BOS_ID = 1;
 export const EOS_ID = 2;
 
+/**
+ * How text is cut into pieces before merging. `v1` joins a digit run to the space before it and cuts
+ * it into threes from the left, so the same value is ` 193|7` after a space, `19|37` after `(`, 884|55
+ * plain and 88|,|455 as an article prints it: a model copying a value from one place to another must
+ * re-cut it, which a small model fails at (docs/learning.md). `v2` gives every digit run the same
+ * pieces wherever it stands: never joined to the space or sign before it, cut into threes from the
+ * right as thousands separators cut it, so 88455 is 88|455 everywhere and copying a value only drops
+ * the commas. Files without the field are `v1`.
+ */
+export const PieceScheme = z.enum(["v1", "v2"]);
+export type PieceScheme = z.infer<typeof PieceScheme>;
+
 /** A vocabulary as a file or checkpoint manifest holds it: the byte tokenizer has no merges. */
 export const TokenizerSpec = z.object({
   name: z.string(),
   tags: z.array(z.string()),
   merges: z.array(z.tuple([z.number().int(), z.number().int()])).optional(),
+  /** How a BPE cuts text before merging; absent: `v1`. */
+  pieces: PieceScheme.optional(),
 });
 export type TokenizerSpec = z.infer<typeof TokenizerSpec>;
 
