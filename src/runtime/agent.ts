@@ -17,9 +17,9 @@ import {
   type TrajectoryStats,
   validateTrajectorySteps,
 } from "../protocol/index.js";
+import { ToolCaller, type ToolCallOutcome } from "../tools/index.js";
 import { formatFeedback, NO_ACTION_MESSAGE } from "./feedback.js";
 import type { RunTrajectory, RuntimeMeta } from "./meta.js";
-import { ToolCaller, type ToolCallOutcome } from "./tool-calls.js";
 import {
   type Budget,
   type CallRecord,

@@ -1,7 +1,7 @@
 import { parseScore, REPLAN_SCORE, type ToolTag } from "../protocol/index.js";
 import { scoreTask } from "../rewards/index.js";
 import type { Task } from "../tasks/index.js";
-import type { Tool } from "../tools/index.js";
+import { type Tool, ToolCaller } from "../tools/index.js";
 import type { AgentReply, Driver, DriverEpisode, Purpose } from "./agents.js";
 import { renderContext } from "./context.js";
 import type { Role } from "./prompts.js";
@@ -20,7 +20,9 @@ export interface EpisodeOptions {
   maxReplans: number;
   /** The searcher's search tool (its other tool is crawl_page). */
   searchTool: "web_search" | "wiki_search";
+  /** Per tool call, held by ToolCaller's deadline guard as in the runtime. */
   toolTimeoutMs: number;
+  /** Cap on an observation's text, held by ToolCaller as in the runtime. */
   observationChars: number;
 }
 
@@ -133,26 +135,9 @@ export async function runEpisode(
     return reply;
   };
 
-  const runTool = async (tag: ToolTag, args: string): Promise<{ text: string; ok: boolean }> => {
-    const tool = tools.get(tag);
-    if (!tool) return { ok: false, text: `The <${tag}> tool is not available here.` };
-    let parsed: unknown;
-    try {
-      parsed = tool.parseArgs(args);
-    } catch (err) {
-      return { ok: false, text: `Bad <${tag}> arguments: ${(err as Error).message}` };
-    }
-    try {
-      const obs = await tool.run(parsed, {
-        timeoutMs: opts.toolTimeoutMs,
-        maxChars: opts.observationChars,
-        goal: task.question,
-      });
-      return { ok: obs.ok, text: obs.text };
-    } catch (err) {
-      return { ok: false, text: `<${tag}> failed: ${(err as Error).message}` };
-    }
-  };
+  // The runtime's tool path, so the observations the student is distilled from read as at inference.
+  const caller = new ToolCaller(tools);
+  const toolLimits = { timeoutMs: opts.toolTimeoutMs, maxChars: opts.observationChars, goal: task.question };
 
   /** One delegated sub-task: the worker's replies, tool calls and observations, ending in a report. */
   const work = async (worker: "searcher" | "coder", delegate: MasMessage): Promise<MasMessage[]> => {
@@ -179,7 +164,7 @@ export async function runEpisode(
         log.add(worker, "tool", "tool_call", move.args, { tool: { name: move.tool, args: move.args } }),
       );
       toolCalls++;
-      const obs = await runTool(move.tool, move.args);
+      const { observation: obs } = await caller.call(move.tool, move.args, toolLimits);
       sub.push(log.add("tool", worker, "observation", obs.text, { ok: obs.ok }));
     }
     sub.push(log.add(worker, "manager", "report", "No result: the step budget ran out."));

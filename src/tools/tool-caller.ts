@@ -1,6 +1,7 @@
 import type { ToolTag } from "../protocol/index.js";
-import { type Observation, type Tool, truncateText, withDeadline } from "../tools/index.js";
-import { badArgs, repeatedCall, toolCrashed, toolTimedOut, unavailableTool } from "./feedback.js";
+import { badArgs, repeatedCall, toolCrashed, toolTimedOut, unavailableTool } from "./call-feedback.js";
+import { errorMessage, truncateText, withDeadline } from "./guard.js";
+import type { Observation, Tool } from "./types.js";
 
 export interface ToolCallOutcome {
   observation: Observation;
@@ -15,10 +16,19 @@ export interface ToolCallLimits {
   signal?: AbortSignal;
 }
 
+/** A call whose arguments parsed: ready to run. */
+export interface PreparedCall {
+  tool: Tool<unknown>;
+  args: unknown;
+  key: string;
+}
+
 /**
- * Runs the model's tool calls so that nothing a tool does can end the episode: unknown tools, bad
- * arguments, exceptions and timeouts all come back as observations. Successful results are
- * remembered, so a repeated call is answered from memory with a note instead of running again.
+ * Runs a model's (or an agent's) tool calls so that nothing a tool does can end the episode: unknown
+ * tools, bad arguments, exceptions and timeouts all come back as observations. Successful results
+ * are remembered, so a repeated call is answered from memory with a note instead of running again.
+ * One per episode. The runtime and the teacher both call tools through it, so the observations a
+ * student is distilled from are worded as the ones it reads at inference.
  */
 export class ToolCaller {
   private readonly memory = new Map<string, Observation>();
@@ -27,21 +37,18 @@ export class ToolCaller {
   constructor(private readonly tools: ReadonlyMap<ToolTag, Tool<any>>) {}
 
   /** Parses the raw arguments; returns the failure observation instead when the call cannot run. */
-  prepare(tag: ToolTag, raw: string): { tool: Tool<unknown>; args: unknown; key: string } | Observation {
+  prepare(tag: ToolTag, raw: string): PreparedCall | Observation {
     const tool = this.tools.get(tag);
     if (!tool) return failure(unavailableTool(tag), "unavailable");
     try {
       const args = tool.parseArgs(raw);
       return { tool, args, key: callKey(tag, args) };
     } catch (err) {
-      return failure(badArgs(tag, messageOf(err)), "bad_args");
+      return failure(badArgs(tag, errorMessage(err)), "bad_args");
     }
   }
 
-  async run(
-    prepared: { tool: Tool<unknown>; args: unknown; key: string },
-    limits: ToolCallLimits,
-  ): Promise<ToolCallOutcome> {
+  async run(prepared: PreparedCall, limits: ToolCallLimits): Promise<ToolCallOutcome> {
     const earlier = this.memory.get(prepared.key);
     if (earlier)
       return {
@@ -51,6 +58,13 @@ export class ToolCaller {
     const observation = await runGuarded(prepared.tool, prepared.args, limits);
     if (observation.ok) this.memory.set(prepared.key, observation);
     return { observation, duplicate: false };
+  }
+
+  /** `prepare` then `run`, for a caller with nothing to do between the two. */
+  async call(tag: ToolTag, raw: string, limits: ToolCallLimits): Promise<ToolCallOutcome> {
+    const prepared = this.prepare(tag, raw);
+    if (!("tool" in prepared)) return { observation: prepared, duplicate: false };
+    return this.run(prepared, limits);
   }
 }
 
@@ -62,7 +76,7 @@ function callKey(tag: ToolTag, args: unknown): string {
 
 /**
  * Tools are asked to enforce their own timeout and output cap; this holds them to it anyway, since
- * the runtime also runs tools it did not write. No grace past the deadline: it may be the episode's.
+ * callers also run tools they did not write. No grace past the deadline: it may be the episode's.
  */
 async function runGuarded(tool: Tool<unknown>, args: unknown, limits: ToolCallLimits): Promise<Observation> {
   const started = performance.now();
@@ -74,7 +88,7 @@ async function runGuarded(tool: Tool<unknown>, args: unknown, limits: ToolCallLi
       try {
         return capped(await tool.run(args, { signal, timeoutMs, maxChars, goal }), maxChars);
       } catch (err) {
-        return failure(toolCrashed(tool.tag, messageOf(err)), "tool_error", performance.now() - started);
+        return failure(toolCrashed(tool.tag, errorMessage(err)), "tool_error", performance.now() - started);
       }
     },
     () => failure(toolTimedOut(tool.tag, timeoutMs), "timeout", performance.now() - started),
@@ -90,5 +104,3 @@ function capped(observation: Observation, maxChars: number): Observation {
 function failure(text: string, error: string, elapsedMs = 0): Observation {
   return { text, ok: false, error, truncated: false, elapsedMs };
 }
-
-const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
