@@ -286,7 +286,9 @@ class ExpertEpisode implements DriverEpisode {
               : step.fn === "difference"
                 ? `Compute ${values[0]} minus ${values[1]}.`
                 : `Compute how many years lie between ${values[0]} and ${values[1]}.`;
-          return `${thought}CODE: ${ask}`;
+          // The plan's own line first, as a lookup's request is: what to do next is then a copy of
+          // the next plan step, which a small student makes reliably, not a recall of the question.
+          return `${thought}CODE: ${this.stepLine(plan, i)} ${ask}`;
         }
         case "program":
           this.startCode(i, programCode(step.name, step.params), null);
@@ -297,7 +299,7 @@ class ExpertEpisode implements DriverEpisode {
           const first = step.pick === "min" ? values[0] < values[1] : values[0] > values[1];
           const winner = first ? labels[0] : labels[1];
           this.results[i] = { value: winner, source: null, subject: winner };
-          thought += `${labels[0]}: ${values[0]}; ${labels[1]}: ${values[1]}. The ${step.pick === "min" ? "smaller" : "larger"} is ${winner}.\n`;
+          thought += `${this.stepLine(plan, i)}\n${labels[0]}: ${values[0]}; ${labels[1]}: ${values[1]}. The ${step.pick === "min" ? "smaller" : "larger"} is ${winner}.\n`;
           continue;
         }
       }
