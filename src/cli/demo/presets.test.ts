@@ -23,17 +23,20 @@ it("a demo with a base distills into the base's vocabulary and fine-tunes the ba
   expect(
     demoStages(full, "runs/d")
       .map((s) => s.name)
-      .slice(0, 5),
-  ).toEqual(["world", "worlds", "pretrain", "pretrain-read", "teach"]);
+      .slice(0, 6),
+  ).toEqual(["world", "worlds", "pretrain", "pretrain-read", "pretrain-compute", "teach"]);
   expect(args(full, "pretrain")).toEqual(expect.arrayContaining(["--exclude-seeds", String(full.seed)]));
-  // The second stage continues the first, on the same worlds, never the test world.
+  // Each further stage continues the one before, on the same worlds, never the test world.
   expect(args(full, "pretrain-read")).toEqual(
     expect.arrayContaining(["--from", "runs/d/base/last", "--exclude-seeds", String(full.seed)]),
   );
-  expect(args(full, "distill")).toEqual(
-    expect.arrayContaining(["--tokenizer", "runs/d/base-read/last/tokenizer.json"]),
+  expect(args(full, "pretrain-compute")).toEqual(
+    expect.arrayContaining(["--from", "runs/d/base-read/last", "--exclude-seeds", String(full.seed)]),
   );
-  expect(args(full, "sft")).toEqual(expect.arrayContaining(["--from", "runs/d/base-read/last"]));
+  expect(args(full, "distill")).toEqual(
+    expect.arrayContaining(["--tokenizer", "runs/d/base-compute/last/tokenizer.json"]),
+  );
+  expect(args(full, "sft")).toEqual(expect.arrayContaining(["--from", "runs/d/base-compute/last"]));
   const shipped = args(DEMO_PRESETS.quick, "sft");
   expect(shipped[shipped.indexOf("--from") + 1]).toMatch(/models\/base$/);
   const fresh = { ...DEMO_PRESETS.quick, base: "none" as const };

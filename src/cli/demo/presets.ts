@@ -27,11 +27,21 @@ export const DemoPreset = z.object({
   /** `coa train pretrain --mix`; absent: every kind of text. */
   pretrainMix: z.string().optional(),
   /**
-   * A second stage that continues the first (`--from`) on its own mix, steps and rate: the shipped
-   * base learns to read search results there (models/base/BASE.md). Absent: one stage.
+   * Stages that continue the first, each from the one before (`--from`), on its own mix, steps and
+   * rate: the shipped base learns to read search results, then to copy numbers into computations
+   * (models/base/BASE.md). Each writes `base-<name>` in the demo folder. Absent: one stage.
    */
-  pretrainRead: z
-    .object({ mix: z.string(), steps: z.number().int().positive(), lr: z.number().positive() })
+  pretrainMore: z
+    .array(
+      z.object({
+        name: z.string().regex(/^[a-z]+$/),
+        title: z.string(),
+        mix: z.string(),
+        steps: z.number().int().positive(),
+        lr: z.number().positive(),
+      }),
+    )
+    .readonly()
     .optional(),
   /** Vocabulary of the BPE learned from the distilled traces; absent: the model reads bytes. */
   bpeVocab: z.number().int().min(512).optional(),
@@ -94,7 +104,22 @@ const BASE_RECIPE = {
   pretrainLr: 3e-3,
   pretrainBatchTokens: 8192,
   pretrainMix: "articles,pages,lookup,chain,facts",
-  pretrainRead: { mix: "search:0.3,facts,chain:0.3,lookup:0.5,articles,pages", steps: 1200, lr: 2e-3 },
+  pretrainMore: [
+    {
+      name: "read",
+      title: "go on pretraining the base on search-reading drills",
+      mix: "search:0.3,facts,chain:0.3,lookup:0.5,articles,pages",
+      steps: 1200,
+      lr: 2e-3,
+    },
+    {
+      name: "compute",
+      title: "go on pretraining the base on drills that copy numbers into computations",
+      mix: "compute,search:0.3,facts:0.5,chain:0.2,lookup:0.3,articles:0.5,pages:0.5",
+      steps: 900,
+      lr: 2e-3,
+    },
+  ],
 } as const;
 
 export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {

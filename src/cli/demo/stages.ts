@@ -214,26 +214,24 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
       out: at("base"),
     }),
   };
-  const read = p.pretrainRead;
-  const reading: DemoStage[] = read
-    ? [
-        {
-          name: "pretrain-read",
-          title: "go on pretraining the base on search-reading drills",
-          dir: "base-read",
-          command: coaCommand(["train", "pretrain"], PretrainFlags, {
-            from: path.join(at("base"), LAST_LINK),
-            ...pretrainWorlds,
-            mix: read.mix,
-            steps: read.steps,
-            lr: read.lr,
-            batchTokens: p.pretrainBatchTokens,
-            out: at("base-read"),
-          }),
-        },
-      ]
-    : [];
-  return [...stages.slice(0, 2), pretrain, ...reading, ...stages.slice(2)];
+  // Each further stage goes on from the one before it.
+  const more = (p.pretrainMore ?? []).map(
+    (s, i, all): DemoStage => ({
+      name: `pretrain-${s.name}`,
+      title: s.title,
+      dir: `base-${s.name}`,
+      command: coaCommand(["train", "pretrain"], PretrainFlags, {
+        from: path.join(at(i ? `base-${all[i - 1]!.name}` : "base"), LAST_LINK),
+        ...pretrainWorlds,
+        mix: s.mix,
+        steps: s.steps,
+        lr: s.lr,
+        batchTokens: p.pretrainBatchTokens,
+        out: at(`base-${s.name}`),
+      }),
+    }),
+  );
+  return [...stages.slice(0, 2), pretrain, ...more, ...stages.slice(2)];
 }
 
 /** The package root, where the shipped base lives (src/cli/demo and dist/cli/demo alike sit three below). */
@@ -242,7 +240,10 @@ const PACKAGE_ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 /** The checkpoint SFT starts from: the shipped base, the one this demo pretrains, or none. */
 export function baseCheckpoint(p: DemoPreset, out: string): string | null {
   if (p.base === "shipped") return path.resolve(PACKAGE_ROOT, p.baseDir);
-  if (p.base === "pretrain") return path.join(out, p.pretrainRead ? "base-read" : "base", LAST_LINK);
+  if (p.base === "pretrain") {
+    const last = p.pretrainMore?.at(-1);
+    return path.join(out, last ? `base-${last.name}` : "base", LAST_LINK);
+  }
   return null;
 }
 
