@@ -2,7 +2,7 @@
 # Reproduces models/base, the base model `coa demo` starts from: next-token pretraining of the
 # `micro` engine model on 39 generated worlds (seeds 201-239; 240 held out for the eval losses;
 # never the demo's test seed 1) in three stages (articles and copy drills, then search-reading drills,
-# then drills that copy numbers into computations), then a weights-only release. About 75 minutes
+# then drills that copy numbers into computations), then a weights-only release. About 80 minutes
 # on 2 CPU cores. Bits differ between CPUs (fp32 or bf16
 # kernels), the procedure does not. models/base/BASE.md records what each stage measured.
 set -euo pipefail
