@@ -2,7 +2,7 @@ export type { AgentCall, AgentReply, Driver, DriverEpisode, Purpose } from "./ag
 export { renderContext, renderMessage } from "./context.js";
 export { DEFAULT_EPISODE, type EpisodeOptions, runEpisode, type Toolbox } from "./episode.js";
 export { EXPERT_RATES, ExpertDriver, type ExpertOptions } from "./expert/expert.js";
-export { arithmeticCode, type ComputeFn } from "./expert/python.js";
+export { arithmeticCode } from "./expert/python.js";
 export { LlmDriver, type LlmDriverOptions } from "./llm/llm-driver.js";
 export { ROLE_PROMPTS, type Role } from "./prompts.js";
 export {

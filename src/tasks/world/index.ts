@@ -11,7 +11,16 @@ export {
   WorldManifest,
   writeWorld,
 } from "./generate.js";
-export { Plan, PlanRef, PlanStep, PlanSubject, ProgramName } from "./plan.js";
+export {
+  type ComputeFn,
+  comparedPick,
+  computeValue,
+  Plan,
+  PlanRef,
+  PlanStep,
+  PlanSubject,
+  ProgramName,
+} from "./plan.js";
 export { hashString, Rng } from "./prng.js";
 export { inSentence, queryFor, readFact } from "./prose.js";
 export { Attr, articleId, docUrl, EntityType, WORLD_HOST, WorldDoc } from "./schema.js";

@@ -44,6 +44,25 @@ export const ProgramStep = z.object({
   params: z.record(z.string(), z.number().int()),
 });
 
+export type ComputeFn = z.infer<typeof ComputeStep>["fn"];
+
+/** What a compute step yields from its arguments' values: the number its code prints. */
+export function computeValue(fn: ComputeFn, values: readonly number[]): number {
+  switch (fn) {
+    case "sum":
+      return values.reduce((a, b) => a + b, 0);
+    case "difference":
+      return values[0]! - values[1]!;
+    case "abs_difference":
+      return Math.abs(values[0]! - values[1]!);
+  }
+}
+
+/** Which of its two values a compare step picks: 0, the first, or 1, the second (a tie: the second). */
+export function comparedPick(pick: z.infer<typeof CompareStep>["pick"], a: number, b: number): 0 | 1 {
+  return (pick === "min" ? a < b : a > b) ? 0 : 1;
+}
+
 export const PlanStep = z.discriminatedUnion("op", [LookupStep, ComputeStep, CompareStep, ProgramStep]);
 export type PlanStep = z.infer<typeof PlanStep>;
 

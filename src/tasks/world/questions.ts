@@ -1,5 +1,5 @@
 import type { World } from "./build.js";
-import type { Plan, PlanStep, PlanSubject } from "./plan.js";
+import { comparedPick, computeValue, type Plan, type PlanStep, type PlanSubject } from "./plan.js";
 import type { Rng } from "./prng.js";
 import { inSentence, renderMinorSource } from "./prose.js";
 import { ATTRS, type Attr, articleId, type Entity, type EntityType, refType } from "./schema.js";
@@ -202,7 +202,7 @@ function yearsBetween(world: World, a: Chain, b: Chain): DraftQuestion | null {
     "arithmetic",
     "years_between",
     question,
-    numberAnswers(Math.abs(x - y)),
+    numberAnswers(computeValue("abs_difference", [x, y])),
     [a, b],
     [{ op: "compute", fn: "abs_difference", args: [{ ref: a.attrs.length - 1 }, { ref: n - 1 }] }],
     1,
@@ -229,7 +229,10 @@ function countSum(world: World, chains: Chain[]): DraftQuestion | null {
   if (new Set(chains.map((c) => end(c).id)).size < chains.length) return null;
   const attr = finalAttr(chains[0]);
   const question = COUNT_TOTAL[attr](listNp(chains.map(subjectNp)));
-  const total = chains.reduce((s, c) => s + Number(c.value), 0);
+  const total = computeValue(
+    "sum",
+    chains.map((c) => Number(c.value)),
+  );
   let offset = 0;
   const args = chains.map((c) => {
     offset += c.attrs.length;
@@ -286,7 +289,7 @@ function comparison(world: World, a: Chain, b: Chain, pick: "min" | "max"): Draf
   if (x === y || a.path.includes(end(b)) || b.path.includes(end(a))) return null;
   const attr = finalAttr(a);
   const question = `${COMPARE[attr][pick]}: ${subjectNp(a)} or ${subjectNp(b)}?`;
-  const winner = (pick === "min") === x < y ? a : b;
+  const winner = [a, b][comparedPick(pick, x, y)]!;
   const n = a.attrs.length + b.attrs.length;
   return draft(
     world,

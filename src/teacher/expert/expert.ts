@@ -2,6 +2,8 @@ import { ByteTokenizer, type Tokenizer } from "../../model/index.js";
 import { renderCodeArgs } from "../../protocol/index.js";
 import {
   type Attr,
+  type ComputeFn,
+  comparedPick,
   type EntityType,
   inSentence,
   Plan,
@@ -17,7 +19,7 @@ import type { AgentCall, AgentReply, Driver, DriverEpisode } from "../agents.js"
 import type { MasMessage } from "../trace.js";
 import { type Hit, isArticle, isOwnArticle, looksLike, pageKind, parseHits } from "./hits.js";
 import { attrList, attrName, factClause, TYPE_NOUNS } from "./phrases.js";
-import { arithmeticCode, type ComputeFn, programCode, readNumber, withTypo } from "./python.js";
+import { arithmeticCode, programCode, readNumber, withTypo } from "./python.js";
 
 /**
  * How often the expert slips, and how often its critic and verifier catch a slip. The rates make a
@@ -296,8 +298,7 @@ class ExpertEpisode implements DriverEpisode {
         case "compare": {
           const values = step.values.map((v) => Number(this.results[v.ref]!.value));
           const labels = step.labels.map((l) => this.subjectOf(l)!);
-          const first = step.pick === "min" ? values[0] < values[1] : values[0] > values[1];
-          const winner = first ? labels[0] : labels[1];
+          const winner = labels[comparedPick(step.pick, values[0]!, values[1]!)]!;
           this.results[i] = { value: winner, source: null, subject: winner };
           thought += `${this.stepLine(plan, i)}\n${labels[0]}: ${values[0]}; ${labels[1]}: ${values[1]}. The ${step.pick === "min" ? "smaller" : "larger"} is ${winner}.\n`;
           continue;

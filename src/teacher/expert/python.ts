@@ -1,4 +1,4 @@
-import type { ProgramName } from "../../tasks/index.js";
+import type { ComputeFn, ProgramName } from "../../tasks/index.js";
 
 // The programs the expert coder writes: plain Python for each computation a world question asks.
 
@@ -48,8 +48,6 @@ export function withTypo(code: string): string {
   const last = lines.pop()!;
   return [...lines, last.replace(/print\(/, "prnt(")].join("\n");
 }
-
-export type ComputeFn = "difference" | "abs_difference" | "sum";
 
 /** Python for arithmetic on looked-up values; `signSlip` drops the abs() of an absolute difference. */
 export function arithmeticCode(fn: ComputeFn, values: readonly number[], signSlip = false): string {

@@ -2,6 +2,8 @@ import { z } from "zod";
 import {
   type Attr,
   articleId,
+  comparedPick,
+  computeValue,
   docUrl,
   type EntityType,
   inSentence,
@@ -13,7 +15,7 @@ import {
   type Task,
   type WorldDoc,
 } from "../../tasks/index.js";
-import { arithmeticCode, type ComputeFn } from "../../teacher/index.js";
+import { arithmeticCode } from "../../teacher/index.js";
 import { formatHits, MemoryIndex } from "../../tools/index.js";
 
 /**
@@ -170,8 +172,8 @@ function planDrill(kind: DocKind, task: Task, read: LookupReader, work?: StepWor
     const answer = results.at(-1);
     if (!answer || !task.answers.includes(answer)) return null;
     pieces.push("Answer:", { copy: ` ${answer}` }, "\n");
-    // An arithmetic answer is computed (by the code tool, in an episode), not read; it is left out.
   } else if (task.kind !== "arithmetic" && task.answers.length) {
+    // Without the computation, an arithmetic answer comes from nowhere in the text: it is left out.
     const read = pieces.map((p) => (typeof p === "string" ? p : p.copy)).join("");
     pieces.push("Answer:", { copy: ` ${asWritten(task.answers[0], read)}` }, "\n");
   }
@@ -235,12 +237,6 @@ function copiesIn(code: string, values: readonly string[]): Piece[] {
     .map((part) => (values.includes(part) ? { copy: part } : part));
 }
 
-const COMPUTE: Record<ComputeFn, (values: number[]) => number> = {
-  sum: (values) => values.reduce((a, b) => a + b, 0),
-  difference: ([a, b]) => a - b,
-  abs_difference: ([a, b]) => Math.abs(a - b),
-};
-
 /**
  * The teacher's computations in plain text: the code it writes on the values read (copied), the
  * result Python prints; or the two values side by side and the name that wins, as its manager
@@ -251,25 +247,24 @@ const workStep: StepWorker = (step, results) => {
     const values = step.args.map((a) => results[a.ref]);
     if (!values.every(isInteger)) return null;
     const numbers = values.map(Number);
-    const printed = String(COMPUTE[step.fn](numbers));
+    const printed = String(computeValue(step.fn, numbers));
     return {
       pieces: ["Code:\n", ...copiesIn(arithmeticCode(step.fn, numbers), values), `\nOutput: ${printed}\n`],
       value: printed,
     };
   }
   const [a, b] = step.values.map((v) => results[v.ref]);
-  const labels = step.labels.map((l) => (typeof l === "string" ? l : results[l.ref]));
-  if (!isInteger(a) || !isInteger(b) || !labels[0] || !labels[1]) return null;
-  const first = step.pick === "min" ? Number(a) < Number(b) : Number(a) > Number(b);
-  const winner = first ? labels[0] : labels[1];
+  const [first, second] = step.labels.map((l) => (typeof l === "string" ? l : results[l.ref]));
+  if (!isInteger(a) || !isInteger(b) || !first || !second) return null;
+  const winner = [first, second][comparedPick(step.pick, Number(a), Number(b))]!;
   return {
     pieces: [
       "Compare:",
-      { copy: ` ${labels[0]}` },
+      { copy: ` ${first}` },
       ":",
       { copy: ` ${a}` },
       ";",
-      { copy: ` ${labels[1]}` },
+      { copy: ` ${second}` },
       ":",
       { copy: ` ${b}` },
       `. The ${step.pick === "min" ? "smaller" : "larger"} is`,
