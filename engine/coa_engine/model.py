@@ -54,6 +54,12 @@ def preset_config(name: str, vocab_size: int, max_seq_len: int | None = None) ->
     return ModelConfig(vocab_size=vocab_size, **shape)
 
 
+# Queries per block of causal attention (`Attention`): measured on a 2-core Xeon for `micro` at 2,048
+# positions, training attention ran 2.8x faster in blocks of 128 or 256 than over the whole matrix,
+# and 64 was slower again (more, smaller GEMMs).
+QUERY_BLOCK = 256
+
+
 class RMSNorm(nn.Module):
     def __init__(self, dim: int, eps: float):
         super().__init__()
@@ -127,8 +133,9 @@ class Attention(nn.Module):
         self.out = nn.Linear(config.dim, config.dim, bias=False)
 
     def forward(self, x, cos, sin, bias, layer: int, cache: KVCache | None, start: int = 0):
-        """`bias` is added to the attention scores: 0 where a query may look, -inf where not; its
-        shape broadcasts to [rows * heads, queries, keys]. With a cache and `start` > 0, the `t` new
+        """`bias` is added to the attention scores: 0 where a query may look, -inf where not (at least
+        causal: no query sees a key after its own position); its shape broadcasts to
+        [rows * heads, queries, keys]. With a cache and `start` > 0, the `t` new
         positions start at `start` and also attend to the `start` cached ones (a prefix-cache hit)."""
         b, t, _ = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
@@ -141,21 +148,32 @@ class Attention(nn.Module):
         elif cache is not None:
             cache.keys[layer][:, :, :t] = k
             cache.values[layer][:, :, :t] = v
-        h, span = self.n_heads, k.shape[2]
+        span = k.shape[2]
         if x.is_cuda and span == t and hasattr(F, "scaled_dot_product_attention"):
             # Full causal attention over the whole sequence (training, prefill): the fused kernel,
             # which never stores the T x T scores. `bias` is then exactly the causal mask.
             y = F.scaled_dot_product_attention(q, k.to(q.dtype), v.to(q.dtype), is_causal=True)
             return self.out(y.transpose(1, 2).reshape(b, t, -1))
+        # Causal attention in blocks of queries, each over only the keys it may see: the masked half
+        # of the score matrix is never computed, cast or stored, and each block's scores stay in
+        # cache. Every row's arithmetic is the one it had over the whole matrix.
+        known = span - t  # keys before the first query (a prefix-cache hit)
+        ys = []
+        for first in range(0, t, QUERY_BLOCK):
+            last = min(t, first + QUERY_BLOCK)
+            seen = known + last
+            ys.append(self._attend(q[:, :, first:last], k[:, :, :seen], v[:, :, :seen], bias[..., first:last, :seen]))
+        y = ys[0] if len(ys) == 1 else torch.cat(ys, dim=2)
+        return self.out(y.transpose(1, 2).reshape(b, t, -1))
+
+    def _attend(self, q, k, v, bias):
+        b, h, t, hd = q.shape
+        span = k.shape[2]
         # Scale, mask and QK^T in one GEMM call.
         scores = torch.baddbmm(
-            bias,
-            q.reshape(b * h, t, self.head_dim),
-            k.reshape(b * h, span, self.head_dim).transpose(1, 2),
-            alpha=1.0 / math.sqrt(self.head_dim),
+            bias, q.reshape(b * h, t, hd), k.reshape(b * h, span, hd).transpose(1, 2), alpha=1.0 / math.sqrt(hd)
         )
-        y = torch.softmax(scores.float(), dim=-1).type_as(q).view(b, h, t, span) @ v
-        return self.out(y.transpose(1, 2).reshape(b, t, -1))
+        return torch.softmax(scores.float(), dim=-1).type_as(q).view(b, h, t, span) @ v
 
 
 class FeedForward(nn.Module):

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, fields
 import torch
 from torch.nn import functional as F
 
+from .model import QUERY_BLOCK
 from .precision import autocast
 from .tokenizer import PAD_ID
 
@@ -24,8 +25,13 @@ ACTIVATION_BUDGET_BYTES = 6 * 2**30
 
 
 def attention_bytes(config, rows: int, length: int) -> int:
-    """What the stored attention scores of a micro-batch take (scores, softmax and its mask, fp32)."""
-    return 3 * 4 * rows * config.n_heads * length * length * config.n_layers
+    """What the stored attention scores of a micro-batch take (scores, softmax and its mask, fp32):
+    each block of queries stores its scores over the keys up to its last query (`QUERY_BLOCK`)."""
+    entries = sum(
+        (min(length, first + QUERY_BLOCK) - first) * min(length, first + QUERY_BLOCK)
+        for first in range(0, length, QUERY_BLOCK)
+    )
+    return 3 * 4 * rows * config.n_heads * entries * config.n_layers
 
 
 @dataclass

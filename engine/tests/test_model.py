@@ -2,6 +2,7 @@ import unittest
 
 import torch
 
+from coa_engine import model as model_module
 from coa_engine.model import PRESETS, KVCache, Transformer, preset_config
 
 from .helpers import TOKENIZER, micro_model
@@ -34,6 +35,33 @@ class ModelTest(unittest.TestCase):
                 for k in range(3):
                     pos = len(prompts[row]) + k
                     torch.testing.assert_close(stepped[k][row], full[pos], atol=1e-4, rtol=1e-4)
+
+    def test_attention_in_query_blocks_matches_the_whole_matrix(self):
+        # 600 positions are three blocks of queries; the reference attends over the whole matrix.
+        model = micro_model(max_seq_len=1024)
+        ids = torch.randint(3, TOKENIZER.vocab_size, (2, 600))
+
+        def run(block: int):
+            saved, model_module.QUERY_BLOCK = model_module.QUERY_BLOCK, block
+            try:
+                model.zero_grad(set_to_none=True)
+                logits = model(ids)
+                logits.float().square().mean().backward()
+                with torch.no_grad():
+                    cache = KVCache.empty(model.config, 2, 600, torch.float32)
+                    model(ids[:, :300], cache)
+                    extended = model.extend(ids[:, 300:], cache, 300)
+                return logits.detach(), extended, [p.grad.clone() for p in model.parameters()]
+            finally:
+                model_module.QUERY_BLOCK = saved
+
+        blocked, whole = run(model_module.QUERY_BLOCK), run(10_000)
+        self.assertLess(model_module.QUERY_BLOCK, 300)
+        torch.testing.assert_close(blocked[0], whole[0], atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(blocked[1], whole[0][:, 300:], atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(blocked[1], whole[1], atol=1e-5, rtol=1e-5)
+        for a, b in zip(blocked[2], whole[2]):
+            torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-4)
 
     def test_cache_select_and_merge_keep_rows(self):
         model = micro_model()
