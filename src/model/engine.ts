@@ -160,6 +160,11 @@ export class Engine implements ModelClient {
     return this.process.pid;
   }
 
+  /** Why the engine process is gone (e.g. "exited (signal SIGSEGV)"), or null while it runs. */
+  get exitReason(): string | null {
+    return this.process.failure;
+  }
+
   complete(request: CompletionRequest, options?: CallOptions): Promise<CompletionResult> {
     return this.alive(() => this.client.complete(request, options));
   }

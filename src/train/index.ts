@@ -1,3 +1,4 @@
+export { type EngineRestartOptions, type RestartableEngine, withEngineRestarts } from "./engine-restarts.js";
 export { PretrainConfig, type PretrainConfigInput } from "./pretrain/config.js";
 export { type CorpusSpec, type PretrainCorpus, pretrainCorpus } from "./pretrain/corpus.js";
 export { type PretrainData, type PretrainText, pretrainText } from "./pretrain/data.js";

@@ -12,6 +12,7 @@ import { createToolset } from "../tools/index.js";
 import { mean } from "../util/index.js";
 import {
   agentEpisodes,
+  Checkpoints,
   RlConfig,
   type RlConfigInput,
   type RlStepMetrics,
@@ -19,6 +20,7 @@ import {
   runSft,
   type SftStepMetrics,
   type TrainerClient,
+  withEngineRestarts,
 } from "./index.js";
 
 // The toy world: one question, answered by a letter after one wiki_search. The SFT data answers
@@ -264,6 +266,50 @@ describe("SFT resume", () => {
       await first.close();
       await second.close();
     }
+  }, 120_000);
+});
+
+describe("an engine that dies mid-run", () => {
+  it("is started again from the last checkpoint and the run ends as an unbroken one would", async () => {
+    const out = path.join(dir, "sft-crashed");
+    const config = {
+      data: dir,
+      out,
+      steps: 6,
+      lr: 3e-3,
+      batchTokens: 1024,
+      maxLength: 512,
+      evalEvery: 0,
+      checkpointEvery: 3,
+      warmupRatio: 0.2,
+    };
+    const engines: Engine[] = [];
+    const restarts: string[] = [];
+    const steps: number[] = [];
+    const summary = await withEngineRestarts(
+      async () => {
+        engines.push(await Engine.start({ preset: "micro" }, quiet));
+        return engines.at(-1)!;
+      },
+      (engine) =>
+        runSft(config, engine, {
+          onStep: (m) => {
+            steps.push(m.step);
+            // A crash in native code, after the checkpoint of step 3 and before step 5's request.
+            if (m.step === 4 && engines.length === 1) process.kill(engine.pid!, "SIGSEGV");
+          },
+        }),
+      {
+        latestCheckpoint: () => new Checkpoints(out, 1).latest(),
+        onRestart: (r) => restarts.push(`${r.reason} -> ${path.basename(r.checkpoint)}`),
+      },
+    );
+    expect(engines).toHaveLength(2);
+    expect(restarts).toEqual([expect.stringMatching(/exited \(signal SIGSEGV\) -> step-000003$/)]);
+    expect(summary.resumedFromStep).toBe(3);
+    expect(steps).toEqual([0, 1, 2, 3, 4, 3, 4, 5]);
+    const logged = (await readFile(path.join(out, "metrics.jsonl"), "utf8")).trim().split("\n");
+    expect(logged.map((l) => JSON.parse(l).step)).toEqual([0, 1, 2, 3, 4, 5]);
   }, 120_000);
 });
 

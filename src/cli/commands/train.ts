@@ -10,6 +10,7 @@ import {
   agentEpisodes,
   Checkpoints,
   dataTokenizerFile,
+  type EngineRestartOptions,
   type Fertility,
   PretrainConfig,
   type PretrainConfigInput,
@@ -24,6 +25,7 @@ import {
   runSft,
   SftConfig,
   type SftConfigInput,
+  withEngineRestarts,
 } from "../../train/index.js";
 import { findCorpus, loadTasksOrSplit } from "../corpus.js";
 import { devProbe } from "../dev-probe.js";
@@ -135,6 +137,20 @@ async function engineFor(
   return Engine.start({ preset }, { threads: opts.threads, maxSeqLen: opts.context, tokenizer });
 }
 
+/**
+ * A training run outlives a crash of its engine process: it starts a new engine from the run's last
+ * checkpoint and goes on (`withEngineRestarts`), saying so on stderr.
+ */
+function engineRestarts(out: string): EngineRestartOptions {
+  return {
+    latestCheckpoint: () => new Checkpoints(path.resolve(out), 1).latest(),
+    onRestart: ({ reason, checkpoint, restart, restarts }) =>
+      process.stderr.write(
+        `\n${reason}; starting a new engine from ${checkpoint} (restart ${restart} of ${restarts})\n`,
+      ),
+  };
+}
+
 /** A world folder's rl split, or the file itself; the corpus next to a world when not given. */
 async function taskSource(tasks: string, corpus: string | undefined) {
   return {
@@ -188,41 +204,47 @@ export function register(program: Command): void {
       const { devTasks, devLimit, devEvery, searchTopK, maxTurns, maxTokensPerTurn, ...sftFields } = rest;
       const input: SftConfigInput = { ...(await configFile(file)), ...defined(sftFields) } as SftConfigInput;
       checkConfig(SftConfig, input);
-      const engine = await engineFor(f.out, from, preset, {
-        threads,
-        context,
-        tokenizer: async () => tokenizer ?? dataTokenizerFile(await resolveTrajectoryFile(f.data)),
-      });
+      const startEngine = () =>
+        engineFor(f.out, from, preset, {
+          threads,
+          context,
+          tokenizer: async () => tokenizer ?? dataTokenizerFile(await resolveTrajectoryFile(f.data)),
+        });
       const bar = itemProgress("sft", { every: { items: 10 } });
       try {
-        const probe = devTasks
-          ? await devProbe(engine, {
-              tasks: devTasks,
-              limit: devLimit,
-              every: devEvery ?? SftConfig.parse(input).evalEvery,
-              runDir: f.out,
-              searchTopK,
-              maxTurns,
-              maxTokensPerTurn,
-            })
-          : undefined;
-        const summary = await runSft(input, engine, {
-          probe,
-          onBadLine: (b) => process.stderr.write(`${b.file}:${b.line}: ${b.message} (skipped)\n`),
-          onStep: (m, total) =>
-            bar.update(
-              m.step + 1,
-              total,
-              `loss ${m.loss.toFixed(4)}${m.eval_loss === undefined ? "" : ` eval ${m.eval_loss.toFixed(4)}`}${m.dev_success === undefined ? "" : ` dev ${(100 * m.dev_success).toFixed(0)}%`} lr ${m.lr.toExponential(2)} ${Math.round(m.tokens_per_s)} tok/s`,
-            ),
-        });
+        const summary = await withEngineRestarts(
+          startEngine,
+          async (engine) => {
+            const probe = devTasks
+              ? await devProbe(engine, {
+                  tasks: devTasks,
+                  limit: devLimit,
+                  every: devEvery ?? SftConfig.parse(input).evalEvery,
+                  runDir: f.out,
+                  searchTopK,
+                  maxTurns,
+                  maxTokensPerTurn,
+                })
+              : undefined;
+            return runSft(input, engine, {
+              probe,
+              onBadLine: (b) => process.stderr.write(`${b.file}:${b.line}: ${b.message} (skipped)\n`),
+              onStep: (m, total) =>
+                bar.update(
+                  m.step + 1,
+                  total,
+                  `loss ${m.loss.toFixed(4)}${m.eval_loss === undefined ? "" : ` eval ${m.eval_loss.toFixed(4)}`}${m.dev_success === undefined ? "" : ` dev ${(100 * m.dev_success).toFixed(0)}%`} lr ${m.lr.toExponential(2)} ${Math.round(m.tokens_per_s)} tok/s`,
+                ),
+            });
+          },
+          engineRestarts(f.out),
+        );
         bar.stop();
         process.stdout.write(
           `sft: ${summary.steps} steps, loss ${summary.lastLoss?.toFixed(4)}, eval ${summary.evalLoss?.toFixed(4) ?? "-"}; ${path.join(summary.runDir, "last")} -> ${summary.checkpoint}\n`,
         );
       } finally {
         bar.stop();
-        await engine.close();
       }
     });
 
@@ -291,44 +313,51 @@ export function register(program: Command): void {
         `pretrain: ${trainSeeds.length} training worlds (${trainSeeds.join(",")}), held-out world ${evalSeed}, size ${config.size}\n`,
       );
       const corpus = pretrainCorpus(config);
-      const engine = await engineFor(out, from, preset, {
-        threads,
-        context,
-        tokenizer: async () => {
-          const tok = await pretrainTokenizer(config.tokenizer, corpus);
-          await mkdir(out, { recursive: true });
-          const tokFile = path.join(out, TOKENIZER_FILE);
-          await writeFile(tokFile, `${JSON.stringify(tok)}\n`);
-          return tokFile;
-        },
-      });
-      const bar = itemProgress("pretrain", { every: { items: 10 } });
-      try {
-        const tokenizer = engine.localTokenizer;
-        if (!tokenizer) throw new Error(`the engine's tokenizer ${engine.tokenizer} could not be read`);
-        const context = engine.startInfo.max_model_len;
-        if (config.maxLength > context)
-          throw new Error(
-            `--max-length ${config.maxLength} exceeds the model's context of ${context} tokens (a fresh preset takes --context)`,
-          );
-        const fert = (x: Fertility) =>
-          `${x.tokensPerChar.toFixed(3)} tokens/char, ${x.tokensPerName.toFixed(2)} tokens/name`;
-        const summary = await runPretrain(
-          input,
-          engine,
-          { tokenizer, corpus },
-          {
-            onData: (d) =>
-              process.stderr.write(
-                `pretrain: ${tokenizer.name} (${tokenizer.vocabSize} tokens): ${fert(d.fertility.train)} on the training worlds, ${fert(d.fertility.heldOut)} on the held-out world; one pass ${d.epoch.tokens} tokens = ${d.epoch.steps} steps\n`,
-              ),
-            onStep: (m, total) =>
-              bar.update(
-                m.step + 1,
-                total,
-                `loss ${m.loss.toFixed(4)}${m.eval_loss === undefined ? "" : ` eval ${m.eval_loss.toFixed(4)}`}${m.eval_copy_loss === undefined ? "" : ` copy ${m.eval_copy_loss.toFixed(4)}`}${m.eval_read_loss === undefined ? "" : ` read ${m.eval_read_loss.toFixed(4)}`}${m.eval_number_loss === undefined ? "" : ` numbers ${m.eval_number_loss.toFixed(4)}`} lr ${m.lr.toExponential(2)} ${Math.round(m.tokens_per_s)} tok/s`,
-              ),
+      const startEngine = () =>
+        engineFor(out, from, preset, {
+          threads,
+          context,
+          tokenizer: async () => {
+            const tok = await pretrainTokenizer(config.tokenizer, corpus);
+            await mkdir(out, { recursive: true });
+            const tokFile = path.join(out, TOKENIZER_FILE);
+            await writeFile(tokFile, `${JSON.stringify(tok)}\n`);
+            return tokFile;
           },
+        });
+      const bar = itemProgress("pretrain", { every: { items: 10 } });
+      const fert = (x: Fertility) =>
+        `${x.tokensPerChar.toFixed(3)} tokens/char, ${x.tokensPerName.toFixed(2)} tokens/name`;
+      try {
+        const summary = await withEngineRestarts(
+          startEngine,
+          async (engine) => {
+            const tokenizer = engine.localTokenizer;
+            if (!tokenizer) throw new Error(`the engine's tokenizer ${engine.tokenizer} could not be read`);
+            const context = engine.startInfo.max_model_len;
+            if (config.maxLength > context)
+              throw new Error(
+                `--max-length ${config.maxLength} exceeds the model's context of ${context} tokens (a fresh preset takes --context)`,
+              );
+            return runPretrain(
+              input,
+              engine,
+              { tokenizer, corpus },
+              {
+                onData: (d) =>
+                  process.stderr.write(
+                    `pretrain: ${tokenizer.name} (${tokenizer.vocabSize} tokens): ${fert(d.fertility.train)} on the training worlds, ${fert(d.fertility.heldOut)} on the held-out world; one pass ${d.epoch.tokens} tokens = ${d.epoch.steps} steps\n`,
+                  ),
+                onStep: (m, total) =>
+                  bar.update(
+                    m.step + 1,
+                    total,
+                    `loss ${m.loss.toFixed(4)}${m.eval_loss === undefined ? "" : ` eval ${m.eval_loss.toFixed(4)}`}${m.eval_copy_loss === undefined ? "" : ` copy ${m.eval_copy_loss.toFixed(4)}`}${m.eval_read_loss === undefined ? "" : ` read ${m.eval_read_loss.toFixed(4)}`}${m.eval_number_loss === undefined ? "" : ` numbers ${m.eval_number_loss.toFixed(4)}`} lr ${m.lr.toExponential(2)} ${Math.round(m.tokens_per_s)} tok/s`,
+                  ),
+              },
+            );
+          },
+          engineRestarts(out),
         );
         bar.stop();
         process.stdout.write(
@@ -336,7 +365,6 @@ export function register(program: Command): void {
         );
       } finally {
         bar.stop();
-        await engine.close();
       }
     });
 
@@ -384,7 +412,6 @@ export function register(program: Command): void {
       const { loaded, corpus } = await taskSource(f.tasks, f.corpus);
       for (const s of loaded.skipped.slice(0, 5))
         process.stderr.write(`skipped task: ${JSON.stringify(s)}\n`);
-      const engine = await engineFor(f.out, f.from, f.preset ?? "tiny", { threads: f.threads });
       const bar = itemProgress("rl", { every: { items: 1 } });
       const web = await openWebTools(f, f.searchTopK);
       try {
@@ -394,23 +421,28 @@ export function register(program: Command): void {
           ...web,
           code: { unsafeNoSandbox: f.unsafeNoSandbox },
         });
-        const summary = await runRl(
-          { ...input, maxSequenceTokens: config.maxSequenceTokens ?? engine.startInfo.max_model_len },
-          loaded.tasks,
-          {
-            client: engine,
-            runEpisode: agentEpisodes({ model: engine, tools, rollout: config.rollout }),
-            score: (task, prediction) => scoreTask(task, prediction),
-            detokenize: (ids) => engine.detokenize(ids),
-          },
-          {
-            onStep: (m, total) =>
-              bar.update(
-                m.step + 1,
-                total,
-                `reward ${m.reward_mean.toFixed(3)} success ${m.success.toFixed(2)} kept ${m.groups_kept}/${m.groups_drawn} len ${m.response_length.toFixed(0)}`,
-              ),
-          },
+        const summary = await withEngineRestarts(
+          () => engineFor(f.out, f.from, f.preset ?? "tiny", { threads: f.threads }),
+          (engine) =>
+            runRl(
+              { ...input, maxSequenceTokens: config.maxSequenceTokens ?? engine.startInfo.max_model_len },
+              loaded.tasks,
+              {
+                client: engine,
+                runEpisode: agentEpisodes({ model: engine, tools, rollout: config.rollout }),
+                score: (task, prediction) => scoreTask(task, prediction),
+                detokenize: (ids) => engine.detokenize(ids),
+              },
+              {
+                onStep: (m, total) =>
+                  bar.update(
+                    m.step + 1,
+                    total,
+                    `reward ${m.reward_mean.toFixed(3)} success ${m.success.toFixed(2)} kept ${m.groups_kept}/${m.groups_drawn} len ${m.response_length.toFixed(0)}`,
+                  ),
+              },
+            ),
+          engineRestarts(f.out),
         );
         bar.stop();
         process.stdout.write(
@@ -418,7 +450,6 @@ export function register(program: Command): void {
         );
       } finally {
         bar.stop();
-        await engine.close();
         await web.close();
       }
     });
