@@ -7,6 +7,7 @@ everything else (the log) goes to stderr.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import os
 import sys
@@ -94,6 +95,9 @@ def watch_stdin() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    # A crash in native code (a signal such as SIGSEGV) prints every thread's Python stack to stderr,
+    # which the client quotes in its error: where it died, not only that it did.
+    faulthandler.enable()
     args = parse_args(argv)
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     torch.set_num_threads(args.threads or usable)
