@@ -165,7 +165,7 @@ export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
     teachTasks: 9600,
     modelPreset: "micro",
     modelContext: 2048,
-    sftSteps: 1800,
+    sftSteps: 2200,
     sftLr: 2e-3,
     sftBatchTokens: 8192,
     distillMaxTokens: 8192,
