@@ -22,6 +22,8 @@ export interface EngineProcessOptions {
  */
 export class EngineProcess {
   private exitMessage: string | null = null;
+  /** Set once this side asks the process to end (stop, kill, a shutdown signal): its exit is no crash. */
+  private ended = false;
   private readonly recentLog: string[] = [];
   private readonly exited: Promise<void>;
 
@@ -92,6 +94,11 @@ export class EngineProcess {
     return this.exitMessage;
   }
 
+  /** Why the process died without being asked to (a crash, the OOM killer), or null. */
+  get crash(): string | null {
+    return this.ended ? null : this.exitMessage;
+  }
+
   /** An error carrying the last lines of the engine's log, where Python tracebacks end up. */
   error(message: string): Error {
     const tail = this.recentLog.slice(-15).join("\n");
@@ -103,6 +110,7 @@ export class EngineProcess {
   /** Asks the engine to exit (closing its stdin), then kills it if it has not within `graceMs`. */
   async stop(graceMs = 5000): Promise<void> {
     if (this.exitMessage) return;
+    this.ended = true;
     this.child.stdin.end();
     const timer = setTimeout(() => this.kill(), graceMs);
     await this.exited;
@@ -121,6 +129,7 @@ export class EngineProcess {
   }
 
   kill(): void {
+    this.ended = true;
     if (!this.exitMessage) this.child.kill("SIGKILL");
   }
 }

@@ -160,9 +160,12 @@ export class Engine implements ModelClient {
     return this.process.pid;
   }
 
-  /** Why the engine process is gone (e.g. "exited (signal SIGSEGV)"), or null while it runs. */
-  get exitReason(): string | null {
-    return this.process.failure;
+  /**
+   * Why the engine process died on its own (e.g. "engine process 21888 exited (signal SIGSEGV)"),
+   * or null: while it runs, and after `close()` or a shutdown signal ended it on purpose.
+   */
+  get crashReason(): string | null {
+    return this.process.crash;
   }
 
   complete(request: CompletionRequest, options?: CallOptions): Promise<CompletionResult> {

@@ -5,7 +5,7 @@ import { type RestartableEngine, withEngineRestarts } from "./engine-restarts.js
 function fakeEngine(): RestartableEngine & { die(reason: string): void; closed: boolean } {
   let reason: string | null = null;
   return {
-    get exitReason() {
+    get crashReason() {
       return reason;
     },
     die(r: string) {

@@ -1,6 +1,6 @@
-/** What a restartable run needs of its engine: whether its process is gone, and how to stop it. */
+/** What a restartable run needs of its engine: whether its process crashed, and how to stop it. */
 export interface RestartableEngine {
-  readonly exitReason: string | null;
+  readonly crashReason: string | null;
   close(): Promise<void>;
 }
 
@@ -30,7 +30,7 @@ export async function withEngineRestarts<E extends RestartableEngine, T>(
     try {
       return await run(engine);
     } catch (err) {
-      const reason = engine.exitReason;
+      const reason = engine.crashReason;
       const checkpoint = reason !== null && restart < restarts ? await opts.latestCheckpoint() : null;
       if (reason === null || checkpoint === null) throw err;
       opts.onRestart?.({ reason, checkpoint, restart: restart + 1, restarts });

@@ -305,6 +305,9 @@ describe("an engine that dies mid-run", () => {
       },
     );
     expect(engines).toHaveLength(2);
+    expect(engines[0]!.crashReason).toMatch(/signal SIGSEGV/);
+    // Ended on purpose (close, or a shutdown signal's kill): no crash, so nothing would restart it.
+    expect(engines[1]!.crashReason).toBeNull();
     expect(restarts).toEqual([expect.stringMatching(/exited \(signal SIGSEGV\) -> step-000003$/)]);
     expect(summary.resumedFromStep).toBe(3);
     expect(steps).toEqual([0, 1, 2, 3, 4, 3, 4, 5]);
