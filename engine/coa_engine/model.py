@@ -169,14 +169,18 @@ class Attention(nn.Module):
     def _attend(self, q, k, v, bias):
         b, h, t, hd = q.shape
         span = k.shape[2]
+        # Every GEMM operand dense: oneDNN's bf16 kernels in torch 1.13 (AMX) were fed the blocks as
+        # strided slices and failed about once in a thousand training steps, at random (a SIGSEGV,
+        # or "std::bad_array_new_length" from baddbmm). The copies are small next to the scores.
+        q3 = q.reshape(b * h, t, hd).contiguous()
+        k3 = k.reshape(b * h, span, hd).contiguous()
+        v3 = v.reshape(b * h, span, hd).contiguous()
         # Scale, mask and QK^T in one GEMM call.
-        scores = torch.baddbmm(
-            bias, q.reshape(b * h, t, hd), k.reshape(b * h, span, hd).transpose(1, 2), alpha=1.0 / math.sqrt(hd)
-        )
+        scores = torch.baddbmm(bias.contiguous(), q3, k3.transpose(1, 2), alpha=1.0 / math.sqrt(hd))
         # In the scores' own dtype: torch's bf16 softmax computes in fp32 inside and rounds once, so
         # its output equals softmax-in-fp32-then-cast bit for bit, without the two casts each way
         # (5x faster forward and backward on micro's shapes; the gradient differs within bf16 rounding).
-        return torch.softmax(scores, dim=-1).view(b, h, t, span) @ v
+        return torch.bmm(torch.softmax(scores, dim=-1), v3).view(b, h, t, hd)
 
 
 class FeedForward(nn.Module):
