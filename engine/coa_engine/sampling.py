@@ -31,6 +31,7 @@ import random
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -136,6 +137,7 @@ class ModelGate:
         self._cv = threading.Condition()
         self._busy = False
         self._exclusive_waiting = 0
+        self._worker: ThreadPoolExecutor | None = None
 
     @contextmanager
     def exclusive(self):
@@ -158,6 +160,16 @@ class ModelGate:
             yield
         finally:
             self._release()
+
+    def run(self, fn):
+        """`fn()` in the exclusive section, on one long-lived thread rather than the caller's. HTTP
+        handlers each get a new thread; torch's oneDNN kernels (bf16 GEMMs built per shape, with
+        per-thread scratch) failed at random, about once in a thousand training steps, when every
+        step came from a fresh thread."""
+        with self.exclusive():
+            if self._worker is None:
+                self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="model")
+            return self._worker.submit(fn).result()
 
     def exclusive_waiting(self) -> bool:
         return self._exclusive_waiting > 0

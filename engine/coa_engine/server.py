@@ -89,36 +89,31 @@ def refused_as_bad_request(route):
 @refused_as_bad_request
 def train_sft(w: Worker, body: dict) -> dict:
     seqs = api.sequences(body, w.tokenizer.vocab_size, w.max_seq_len, policy=False)
-    with w.gate.exclusive():
-        return w.trainer.sft(seqs, **api.step_options(body))
+    return w.gate.run(lambda: w.trainer.sft(seqs, **api.step_options(body)))
 
 
 @refused_as_bad_request
 def eval_sft(w: Worker, body: dict) -> dict:
     seqs = api.sequences(body, w.tokenizer.vocab_size, w.max_seq_len, policy=False)
-    with w.gate.exclusive():
-        return w.trainer.evaluate_sft(seqs, api.step_options(body)["micro_batch_tokens"])
+    return w.gate.run(lambda: w.trainer.evaluate_sft(seqs, api.step_options(body)["micro_batch_tokens"]))
 
 
 @refused_as_bad_request
 def train_policy(w: Worker, body: dict) -> dict:
     seqs = api.sequences(body, w.tokenizer.vocab_size, w.max_seq_len, policy=True)
     params = api.policy_params(body)
-    with w.gate.exclusive():
-        return w.trainer.policy(seqs, params, **api.step_options(body))
+    return w.gate.run(lambda: w.trainer.policy(seqs, params, **api.step_options(body)))
 
 
 @refused_as_bad_request
 def train_config(w: Worker, body: dict) -> dict:
     changes = api.optimizer_changes(body)
-    with w.gate.exclusive():
-        return w.trainer.configure(**changes).to_json()
+    return w.gate.run(lambda: w.trainer.configure(**changes).to_json())
 
 
 def train_reference(w: Worker, body: dict) -> dict:
-    with w.gate.exclusive():
-        w.trainer.set_reference()
-        return {"step": w.trainer.step}
+    w.gate.run(w.trainer.set_reference)
+    return {"step": w.trainer.step}
 
 
 def score(w: Worker, body: dict) -> dict:
@@ -131,23 +126,20 @@ def score(w: Worker, body: dict) -> dict:
         if not 2 <= len(s) <= w.max_seq_len:
             raise BadRequest(f"sequences[{i}] has {len(s)} tokens; it needs 2 to {w.max_seq_len}")
     temperature = api.field(body, "temperature", float, 1.0, lo=1e-3, hi=100)
-    with w.gate.exclusive():
-        return {"logprobs": [[None, *lp] for lp in w.trainer.score(ids, temperature)]}
+    return w.gate.run(lambda: {"logprobs": [[None, *lp] for lp in w.trainer.score(ids, temperature)]})
 
 
 def checkpoint_save(w: Worker, body: dict) -> dict:
     folder = api.field(body, "dir", str)
-    with w.gate.exclusive():
-        return w.save(folder)
+    return w.gate.run(lambda: w.save(folder))
 
 
 def checkpoint_load(w: Worker, body: dict) -> dict:
     folder = api.field(body, "dir", str)
-    with w.gate.exclusive():
-        try:
-            return w.load(folder)
-        except (FileNotFoundError, ValueError) as err:
-            raise BadRequest(str(err)) from err
+    try:
+        return w.gate.run(lambda: w.load(folder))
+    except (FileNotFoundError, ValueError) as err:
+        raise BadRequest(str(err)) from err
 
 
 def models(w: Worker, body: None) -> dict:
