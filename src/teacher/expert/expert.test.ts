@@ -35,7 +35,7 @@ describe("expert driver through the real tools", () => {
 
     // Slips happen and are recovered from: a critic sends a lookup back, a verifier forces a re-plan.
     const redone = traces.filter((t) =>
-      t.messages.some((m) => m.kind === "delegate" && m.content.startsWith("Re-check")),
+      t.messages.some((m) => m.kind === "delegate" && /^Step \d+: Re-check/.test(m.content)),
     );
     const rejected = traces.filter((t) =>
       t.messages.some((m) => m.kind === "verdict" && (m.score ?? 5) <= 2),
@@ -62,6 +62,28 @@ describe("expert driver through the real tools", () => {
           .map((m) => m.content.replace(/,/g, ""));
         expect(seen.some((text) => text.includes(t.finalAnswer!))).toBe(true);
       }
+    }
+  });
+
+  it("opens each move with its numbered plan line, the answer being the plan's last", async () => {
+    const careful = new ExpertDriver({ lapses: false });
+    for (const task of tiny.world.splits.test.slice(0, 20)) {
+      const trace = await runEpisode(task, careful, tiny.tools);
+      const plan = trace.messages.find((m) => m.kind === "plan")!.content.split("\n");
+      expect(plan.at(-1)).toBe(`Step ${plan.length}: Answer with the result.`);
+      // Every "Step k: …" the manager writes, in a request or a thought, is the plan's line k, but
+      // that a lookup names what "that person" turned out to be, and a computation adds its numbers.
+      const written = trace.messages
+        .filter((m) => m.from === "manager" && m.kind !== "plan")
+        .flatMap((m) => m.content.match(/Step \d+: [^\n]*/g) ?? []);
+      expect(written.length, task.question).toBeGreaterThanOrEqual(2);
+      for (const w of written) {
+        const k = Number(/^Step (\d+)/.exec(w)![1]);
+        const line = plan[k - 1]!;
+        const head = (text: string) => text.split(" of ")[0];
+        expect(w.startsWith(line) || head(w) === head(line), `${w} | ${plan.join(" / ")}`).toBe(true);
+      }
+      expect(written.at(-1)).toBe(plan.at(-1));
     }
   });
 

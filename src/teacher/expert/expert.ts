@@ -124,6 +124,11 @@ function dependents(steps: readonly PlanStep[], roots: readonly number[]): numbe
   return [...out].sort((a, b) => a - b);
 }
 
+/** The plan's last line: every plan ends with its answer, so finishing is a plan step too. */
+const ANSWER_LINE = "Answer with the result.";
+
+const stepHeading = (line: number, text: string) => `Step ${line}: ${text}`;
+
 class ExpertEpisode implements DriverEpisode {
   private readonly plan: Plan | null;
   private readonly rng: Rng;
@@ -142,6 +147,10 @@ class ExpertEpisode implements DriverEpisode {
   private readonly replaced = new Map<number, string>();
   private rejected: number | null = null;
   private conflicts = 0;
+  /** The line of the latest plan that each step is written on ("Step 2: …"), by step index. */
+  private lineOf: number[] = [];
+  /** The latest plan's last line, "Step N: Answer.". */
+  private answerLine = 1;
 
   constructor(
     private readonly task: Task,
@@ -222,7 +231,12 @@ class ExpertEpisode implements DriverEpisode {
     }
   }
 
-  /** The steps still to do, from `from` on, as a numbered plan. */
+  /**
+   * The steps still to do, from `from` on, as a numbered plan that ends with the answer. Each move
+   * then opens with its plan line, number included ("Step 3: Add up the numbers with code."), so
+   * what to do next is a copy of the plan's line after the last one written, the same for a
+   * computation, a comparison or the answer, rather than a recall of the question's kind.
+   */
   private planText(plan: Plan, from: number, heading: string): string {
     const lines: string[] = [];
     plan.steps.forEach((_, i) => {
@@ -233,8 +247,11 @@ class ExpertEpisode implements DriverEpisode {
       const merged = prev && mergeLookups(prev, line);
       if (merged) lines[lines.length - 1] = merged;
       else lines.push(line);
+      this.lineOf[i] = lines.length;
     });
-    return `${heading}${lines.map((l, i) => `${i + 1}. ${l}`).join("\n")}`;
+    lines.push(ANSWER_LINE);
+    this.answerLine = lines.length;
+    return `${heading}${lines.map((l, i) => stepHeading(i + 1, l)).join("\n")}`;
   }
 
   /** Forgets `roots` (to be re-checked carefully) and every result derived from them. */
@@ -290,22 +307,22 @@ class ExpertEpisode implements DriverEpisode {
                 : `Compute how many years lie between ${values[0]} and ${values[1]}.`;
           // The plan's own line first, as a lookup's request is: what to do next is then a copy of
           // the next plan step, which a small student makes reliably, not a recall of the question.
-          return `${thought}CODE: ${this.stepLine(plan, i)} ${ask}`;
+          return `${thought}CODE: ${stepHeading(this.lineOf[i]!, this.stepLine(plan, i))} ${ask}`;
         }
         case "program":
           this.startCode(i, programCode(step.name, step.params), null);
-          return `${thought}CODE: Answer with a program: ${this.task.question}`;
+          return `${thought}CODE: ${stepHeading(this.lineOf[i]!, this.stepLine(plan, i))} ${this.task.question}`;
         case "compare": {
           const values = step.values.map((v) => Number(this.results[v.ref]!.value));
           const labels = step.labels.map((l) => this.subjectOf(l)!);
           const winner = labels[comparedPick(step.pick, values[0]!, values[1]!)]!;
           this.results[i] = { value: winner, source: null, subject: winner };
-          thought += `${this.stepLine(plan, i)}\n${labels[0]}: ${values[0]}; ${labels[1]}: ${values[1]}. The ${step.pick === "min" ? "smaller" : "larger"} is ${winner}.\n`;
+          thought += `${stepHeading(this.lineOf[i]!, this.stepLine(plan, i))}\n${labels[0]}: ${values[0]}; ${labels[1]}: ${values[1]}. The ${step.pick === "min" ? "smaller" : "larger"} is ${winner}.\n`;
           continue;
         }
       }
     }
-    return `${thought}ANSWER: ${this.results.at(-1)!.value}`;
+    return `${thought}${stepHeading(this.answerLine, ANSWER_LINE)}\nANSWER: ${this.results.at(-1)!.value}`;
   }
 
   private delegateLookup(plan: Plan, i: number): string {
@@ -342,8 +359,9 @@ class ExpertEpisode implements DriverEpisode {
     };
     this.redoUrl = null;
     const what = `${attrList(step.type, attrs)} of ${inSentence({ type: step.type, name: subject })}`;
-    if (!careful) return `SEARCH: Find ${what}.`;
-    return `SEARCH: Re-check ${what} in its own encyclopedia article${this.job.url ? `, ${this.job.url}` : ""}.`;
+    const line = this.lineOf[i]!;
+    if (!careful) return `SEARCH: ${stepHeading(line, `Find ${what}.`)}`;
+    return `SEARCH: ${stepHeading(line, `Re-check ${what}`)} in its own encyclopedia article${this.job.url ? `, ${this.job.url}` : ""}.`;
   }
 
   private startCode(step: number, code: string, fn: ComputeFn | null): void {
