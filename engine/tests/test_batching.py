@@ -223,3 +223,23 @@ class OverloadOverHttpTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ModelGateRunTest(unittest.TestCase):
+    def test_exclusive_work_from_many_callers_runs_on_one_thread(self):
+        # Each HTTP request has its own thread; the model's kernels should see only one.
+        gate = ModelGate()
+        seen: list[str] = []
+
+        def call():
+            seen.append(gate.run(lambda: threading.current_thread().name))
+
+        callers = [threading.Thread(target=call) for _ in range(4)]
+        for t in callers:
+            t.start()
+        for t in callers:
+            t.join()
+        self.assertEqual(len(seen), 4)
+        self.assertEqual(len(set(seen)), 1)
+        self.assertTrue(seen[0].startswith("model"))
+        self.assertNotIn(seen[0], {t.name for t in callers})
