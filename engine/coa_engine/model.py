@@ -60,6 +60,11 @@ def preset_config(name: str, vocab_size: int, max_seq_len: int | None = None) ->
 QUERY_BLOCK = 256
 
 
+def query_blocks(length: int) -> list[tuple[int, int]]:
+    """The [first, last) query ranges causal attention over `length` positions is computed in."""
+    return [(first, min(length, first + QUERY_BLOCK)) for first in range(0, length, QUERY_BLOCK)]
+
+
 class RMSNorm(nn.Module):
     def __init__(self, dim: int, eps: float):
         super().__init__()
@@ -159,8 +164,7 @@ class Attention(nn.Module):
         # cache. Every row's arithmetic is the one it had over the whole matrix.
         known = span - t  # keys before the first query (a prefix-cache hit)
         ys = []
-        for first in range(0, t, QUERY_BLOCK):
-            last = min(t, first + QUERY_BLOCK)
+        for first, last in query_blocks(t):
             seen = known + last
             ys.append(self._attend(q[:, :, first:last], k[:, :, :seen], v[:, :, :seen], bias[..., first:last, :seen]))
         y = ys[0] if len(ys) == 1 else torch.cat(ys, dim=2)

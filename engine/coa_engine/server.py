@@ -112,8 +112,11 @@ def train_config(w: Worker, body: dict) -> dict:
 
 
 def train_reference(w: Worker, body: dict) -> dict:
-    w.gate.run(w.trainer.set_reference)
-    return {"step": w.trainer.step}
+    def reference() -> dict:
+        w.trainer.set_reference()
+        return {"step": w.trainer.step}
+
+    return w.gate.run(reference)
 
 
 def score(w: Worker, body: dict) -> dict:

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, fields
 import torch
 from torch.nn import functional as F
 
-from .model import QUERY_BLOCK
+from .model import query_blocks
 from .precision import autocast
 from .tokenizer import PAD_ID
 
@@ -26,11 +26,8 @@ ACTIVATION_BUDGET_BYTES = 6 * 2**30
 
 def attention_bytes(config, rows: int, length: int) -> int:
     """What the stored attention scores of a micro-batch take (scores, softmax and its mask, fp32):
-    each block of queries stores its scores over the keys up to its last query (`QUERY_BLOCK`)."""
-    entries = sum(
-        (min(length, first + QUERY_BLOCK) - first) * min(length, first + QUERY_BLOCK)
-        for first in range(0, length, QUERY_BLOCK)
-    )
+    each block of queries stores its scores over the keys up to its last query (`query_blocks`)."""
+    entries = sum((last - first) * last for first, last in query_blocks(length))
     return 3 * 4 * rows * config.n_heads * entries * config.n_layers
 
 

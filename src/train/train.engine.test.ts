@@ -217,29 +217,31 @@ describe("SFT on the engine", () => {
   }, 120_000);
 });
 
+/** A short SFT run with a checkpoint every 3 steps: what the resume tests interrupt. */
+const resumableSft = (out: string, steps: number) => ({
+  data: dir,
+  out,
+  steps,
+  lr: 3e-3,
+  batchTokens: 1024,
+  maxLength: 512,
+  evalEvery: 0,
+  checkpointEvery: 3,
+  warmupRatio: 0.2,
+});
+
 describe("SFT resume", () => {
   it("continues after a kill with the same steps, none lost or repeated", async () => {
-    const config = (out: string, steps: number) => ({
-      data: dir,
-      out,
-      steps,
-      lr: 3e-3,
-      batchTokens: 1024,
-      maxLength: 512,
-      evalEvery: 0,
-      checkpointEvery: 3,
-      warmupRatio: 0.2,
-    });
     const first = await Engine.start({ preset: "micro" }, quiet);
     const second = await Engine.start({ preset: "micro" }, quiet);
     try {
       const full: SftStepMetrics[] = [];
-      await runSft(config(path.join(dir, "sft-full"), 6), first, { onStep: (m) => full.push(m) });
+      await runSft(resumableSft(path.join(dir, "sft-full"), 6), first, { onStep: (m) => full.push(m) });
 
       const killed = new AbortController();
       const out = path.join(dir, "sft-killed");
       await expect(
-        runSft(config(out, 6), second, {
+        runSft(resumableSft(out, 6), second, {
           signal: killed.signal,
           onStep: (m) => m.step === 4 && killed.abort(new Error("killed")),
         }),
@@ -249,7 +251,7 @@ describe("SFT resume", () => {
       const fresh = await Engine.start({ preset: "micro" }, quiet);
       try {
         const resumed: SftStepMetrics[] = [];
-        const summary = await runSft(config(out, 6), fresh, { onStep: (m) => resumed.push(m) });
+        const summary = await runSft(resumableSft(out, 6), fresh, { onStep: (m) => resumed.push(m) });
         expect(summary.resumedFromStep).toBe(3);
         expect(resumed.map((m) => m.step)).toEqual([3, 4, 5]);
         for (const m of resumed) {
@@ -272,17 +274,7 @@ describe("SFT resume", () => {
 describe("an engine that dies mid-run", () => {
   it("is started again from the last checkpoint and the run ends as an unbroken one would", async () => {
     const out = path.join(dir, "sft-crashed");
-    const config = {
-      data: dir,
-      out,
-      steps: 6,
-      lr: 3e-3,
-      batchTokens: 1024,
-      maxLength: 512,
-      evalEvery: 0,
-      checkpointEvery: 3,
-      warmupRatio: 0.2,
-    };
+    const config = resumableSft(out, 6);
     const engines: Engine[] = [];
     const restarts: string[] = [];
     const steps: number[] = [];

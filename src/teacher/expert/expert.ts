@@ -149,7 +149,7 @@ class ExpertEpisode implements DriverEpisode {
   private conflicts = 0;
   /** The line of the latest plan that each step is written on ("Step 2: …"), by step index. */
   private lineOf: number[] = [];
-  /** The latest plan's last line, "Step N: Answer.". */
+  /** The number of the latest plan's last line, "Step N: Answer with the result.". */
   private answerLine = 1;
 
   constructor(
