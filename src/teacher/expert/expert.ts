@@ -3,7 +3,6 @@ import { renderCodeArgs } from "../../protocol/index.js";
 import {
   type Attr,
   type ComputeFn,
-  comparedPick,
   type EntityType,
   inSentence,
   Plan,
@@ -19,7 +18,7 @@ import type { AgentCall, AgentReply, Driver, DriverEpisode } from "../agents.js"
 import type { MasMessage } from "../trace.js";
 import { type Hit, isArticle, isOwnArticle, looksLike, pageKind, parseHits, quoteHit } from "./hits.js";
 import { attrList, attrName, factClause, TYPE_NOUNS } from "./phrases.js";
-import { arithmeticCode, programCode, readNumber, withTypo } from "./python.js";
+import { arithmeticCode, comparisonCode, programCode, readLabel, readNumber, withTypo } from "./python.js";
 
 /**
  * How often the expert slips, and how often its critic and verifier catch a slip. The rates make a
@@ -103,6 +102,8 @@ interface CodeJob {
   failures: number;
   firstError: string;
   fn: ComputeFn | null;
+  /** What the program's answer is: a number (a sum, a program's result) or a name (a comparison). */
+  prints: "number" | "label";
   result: string | null;
 }
 
@@ -225,7 +226,7 @@ class ExpertEpisode implements DriverEpisode {
       case "compute":
         return s.fn === "sum" ? "Add up the numbers with code." : "Compute the difference with code.";
       case "compare":
-        return `Compare the two values and pick the ${s.pick === "min" ? "smaller" : "larger"}.`;
+        return `Compare the two values with code and pick the ${s.pick === "min" ? "smaller" : "larger"}.`;
       case "program":
         return "Write and run a Python program for it.";
     }
@@ -298,7 +299,7 @@ class ExpertEpisode implements DriverEpisode {
           const values = step.args.map((a) => Number(this.results[a.ref]!.value));
           const slip =
             step.fn === "abs_difference" && !this.careful.has(i) && this.slip(EXPERT_RATES.signSlip);
-          this.startCode(i, arithmeticCode(step.fn, values, slip), step.fn);
+          this.startCode(i, arithmeticCode(step.fn, values, slip), step.fn, "number");
           const ask =
             step.fn === "sum"
               ? `Add up ${values.join(", ")}.`
@@ -310,15 +311,16 @@ class ExpertEpisode implements DriverEpisode {
           return `${thought}CODE: ${stepHeading(this.lineOf[i]!, this.stepLine(plan, i))} ${ask}`;
         }
         case "program":
-          this.startCode(i, programCode(step.name, step.params), null);
+          this.startCode(i, programCode(step.name, step.params), null, "number");
           return `${thought}CODE: ${stepHeading(this.lineOf[i]!, this.stepLine(plan, i))} ${this.task.question}`;
         case "compare": {
           const values = step.values.map((v) => Number(this.results[v.ref]!.value));
           const labels = step.labels.map((l) => this.subjectOf(l)!);
-          const winner = labels[comparedPick(step.pick, values[0]!, values[1]!)]!;
-          this.results[i] = { value: winner, source: null, subject: winner };
-          thought += `${stepHeading(this.lineOf[i]!, this.stepLine(plan, i))}\n${labels[0]}: ${values[0]}; ${labels[1]}: ${values[1]}. The ${step.pick === "min" ? "smaller" : "larger"} is ${winner}.\n`;
-          continue;
+          // Python picks, as it adds: which of two numbers is smaller is a guess for a small
+          // student, and the printed name is then copied into the answer like a printed sum.
+          this.startCode(i, comparisonCode(step.pick, labels, values), null, "label");
+          const ask = `${labels[0]}: ${values[0]}; ${labels[1]}: ${values[1]}.`;
+          return `${thought}CODE: ${stepHeading(this.lineOf[i]!, this.stepLine(plan, i))} ${ask}`;
         }
       }
     }
@@ -364,9 +366,9 @@ class ExpertEpisode implements DriverEpisode {
     return `SEARCH: ${stepHeading(line, `Re-check ${what}`)} in its own encyclopedia article${this.job.url ? `, ${this.job.url}` : ""}.`;
   }
 
-  private startCode(step: number, code: string, fn: ComputeFn | null): void {
+  private startCode(step: number, code: string, fn: ComputeFn | null, prints: CodeJob["prints"]): void {
     const crash = this.slip(EXPERT_RATES.codeCrash);
-    this.job = { kind: "code", step, code, crash, failures: 0, firstError: "", fn, result: null };
+    this.job = { kind: "code", step, code, crash, failures: 0, firstError: "", fn, prints, result: null };
   }
 
   // ---- searcher ------------------------------------------------------------------------------
@@ -470,7 +472,10 @@ class ExpertEpisode implements DriverEpisode {
       if (job.failures > 2) return this.reportCode(job, null);
       return `It failed (${errorLine(observation.content)}); fix it and rerun.\n${run(job.code)}`;
     }
-    return this.reportCode(job, readNumber(observation.content));
+    return this.reportCode(
+      job,
+      job.prints === "label" ? readLabel(observation.content) : readNumber(observation.content),
+    );
   }
 
   private reportCode(job: CodeJob, value: string | null): string {
@@ -584,7 +589,7 @@ class ExpertEpisode implements DriverEpisode {
         ? `${lookups === 1 ? "The fact comes" : lookups === 2 ? "Both facts come" : `All ${lookups} facts come`} from the matching encyclopedia articles`
         : "",
       plan.steps.some((s) => s.op === "compute" || s.op === "program") ? "the computation ran in Python" : "",
-      plan.steps.some((s) => s.op === "compare") ? "the comparison follows from the values" : "",
+      plan.steps.some((s) => s.op === "compare") ? "the comparison ran in Python" : "",
     ].filter(Boolean);
     return `${capitalize(parts.join("; "))}.\nSCORE: ${this.conflicts ? 4 : 5}`;
   }

@@ -57,6 +57,26 @@ export function arithmeticCode(fn: ComputeFn, values: readonly number[], signSli
   return `print(abs(${a} - ${b}))`;
 }
 
+/** Python that prints which of two labelled values is the smaller (`min`) or the larger (`max`). */
+export function comparisonCode(
+  pick: "min" | "max",
+  labels: readonly string[],
+  values: readonly number[],
+): string {
+  const entries = labels.map((l, k) => `${JSON.stringify(l)}: ${values[k]}`).join(", ");
+  return `values = {${entries}}\nprint(${pick}(values, key=values.get))`;
+}
+
+/** The program's answer when it prints a name: its last line of output. */
+export function readLabel(output: string): string | null {
+  return (
+    output
+      .split("\n")
+      .map((l) => l.trim())
+      .findLast(Boolean) ?? null
+  );
+}
+
 /** The program's answer: the last line of output that is a plain integer. */
 export function readNumber(output: string): string | null {
   const lines = output
