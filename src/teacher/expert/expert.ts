@@ -16,7 +16,7 @@ import {
 import { capitalize } from "../../util/index.js";
 import type { AgentCall, AgentReply, Driver, DriverEpisode } from "../agents.js";
 import type { MasMessage } from "../trace.js";
-import { type Hit, isArticle, isOwnArticle, looksLike, pageKind, parseHits, quoteHit } from "./hits.js";
+import { type Hit, isArticle, isOwnArticle, looksLike, pageKind, parseHits } from "./hits.js";
 import { attrList, attrName, factClause, TYPE_NOUNS } from "./phrases.js";
 import { arithmeticCode, comparisonCode, programCode, readLabel, readNumber, withTypo } from "./python.js";
 
@@ -446,16 +446,10 @@ class ExpertEpisode implements DriverEpisode {
       if (isOwnArticle(found.source!, job.subject))
         this.known.set(`${job.type}|${job.subject}|${job.attrs[k]}`, found);
     });
-    const clauses = capitalize(
-      job.attrs.map((a) => factClause(job.type, a, job.subject, job.facts[a]!)).join("; "),
-    );
-    // A fact read off a crawled page cites the page. One read off a search result first quotes the
-    // result as printed, title and URL then snippet: which result to read is then settled by
-    // writing the URL (the subject's own article has a predictable one), the quote is a verbatim
-    // copy that a small student makes by induction, and the fact is read from the quote just
-    // written rather than picked out of all the results (docs/learning.md, "Quote the source").
-    if (job.crawling) return `REPORT: ${clauses}. Source: ${job.chosen.url}.`;
-    return `REPORT: ${quoteHit(job.chosen)}\n${clauses}.`;
+    const clauses = job.attrs.map((a) => factClause(job.type, a, job.subject, job.facts[a]!));
+    // Cite the search result by rank (a crawled page by its URL): short, and enough to check it.
+    const source = job.chosen.rank > 0 ? `result ${job.chosen.rank}` : job.chosen.url;
+    return `REPORT: ${capitalize(clauses.join("; "))}. Source: ${source}.`;
   }
 
   // ---- coder ---------------------------------------------------------------------------------

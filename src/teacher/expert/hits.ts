@@ -26,9 +26,6 @@ export function parseHits(observation: string): Hit[] {
   return hits;
 }
 
-/** A result as the search tool printed it, less its rank: "Title (url)" then the indented snippet. */
-export const quoteHit = (h: Hit): string => `${h.title} (${h.url})\n   ${h.snippet}`;
-
 /** Lower case, no quotes, single spaces: how two titles are compared. */
 export function normTitle(s: string): string {
   return s.toLowerCase().replace(/["“”]/g, "").replace(/\s+/g, " ").trim();
