@@ -26,8 +26,11 @@ import { arithmeticCode, comparisonCode, programCode, readLabel, readNumber, wit
  * search results (or in the code), and recovery runs through the critic and the verifier.
  */
 export const EXPERT_RATES = {
-  /** The searcher skims: takes the first result that looks like the subject and states the fact. */
-  hasty: 0.7,
+  /**
+   * The searcher skims: takes the first result that looks like the subject and states the fact.
+   * Rare enough that a distilled student learns to read the encyclopedia article, not result 1.
+   */
+  hasty: 0.25,
   criticCatch: 0.6,
   verifierCatch: 0.75,
   /** The critic remarks on a distractor it saw even when the searcher was not fooled. */
