@@ -229,7 +229,11 @@ class ExpertEpisode implements DriverEpisode {
       case "compute":
         return s.fn === "sum" ? "Add up the numbers with code." : "Compute the difference with code.";
       case "compare":
-        return `Compare the two values with code and pick the ${s.pick === "min" ? "smaller" : "larger"}.`;
+        // The Python function in the line itself: the code then copies it, where mapping "smaller"
+        // to min() was a coin toss for the student.
+        return s.pick === "min"
+          ? "Compare the two values with code and pick the smaller with min()."
+          : "Compare the two values with code and pick the larger with max().";
       case "program":
         return "Write and run a Python program for it.";
     }
@@ -449,10 +453,15 @@ class ExpertEpisode implements DriverEpisode {
       if (isOwnArticle(found.source!, job.subject))
         this.known.set(`${job.type}|${job.subject}|${job.attrs[k]}`, found);
     });
-    const clauses = job.attrs.map((a) => factClause(job.type, a, job.subject, job.facts[a]!));
-    // Cite the search result by rank (a crawled page by its URL): short, and enough to check it.
-    const source = job.chosen.rank > 0 ? `result ${job.chosen.rank}` : job.chosen.url;
-    return `REPORT: ${capitalize(clauses.join("; "))}. Source: ${source}.`;
+    const clauses = capitalize(
+      job.attrs.map((a) => factClause(job.type, a, job.subject, job.facts[a]!)).join("; "),
+    );
+    // A fact read off a crawled page cites the page. One read off a search result names the result
+    // first, by its head line as printed ("Zall (https://world.local/wiki/Zall)"): the subject's
+    // own article has a URL its name predicts, so a distilled student chooses the article by
+    // writing it, where a rank ("result 2") has to be found (docs/learning.md, "Name the source").
+    if (job.crawling) return `REPORT: ${clauses}. Source: ${job.chosen.url}.`;
+    return `REPORT: ${job.chosen.title} (${job.chosen.url}): ${clauses}.`;
   }
 
   // ---- coder ---------------------------------------------------------------------------------
