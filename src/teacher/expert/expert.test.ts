@@ -87,23 +87,6 @@ describe("expert driver through the real tools", () => {
     }
   });
 
-  it("names the search result it reads by its head line, as printed, before the fact", async () => {
-    const careful = new ExpertDriver({ lapses: false });
-    let named = 0;
-    for (const task of tiny.world.splits.test.slice(0, 20)) {
-      const trace = await runEpisode(task, careful, tiny.tools);
-      trace.messages.forEach((m, i) => {
-        if (m.from !== "searcher" || m.kind !== "report" || /Source: https?:/.test(m.content)) return;
-        const observation = trace.messages.slice(0, i).findLast((o) => o.kind === "observation")!;
-        const [, head, fact] = /^(.+? \(https:\/\/world\.local\/wiki\/[^)]+\)): (.+\.)$/.exec(m.content)!;
-        expect(observation.content).toContain(`. ${head}\n`);
-        expect(fact).not.toContain("Source");
-        named++;
-      });
-    }
-    expect(named).toBeGreaterThanOrEqual(20);
-  });
-
   it("records an error, not a crash, for a task it has no plan for", async () => {
     const task = {
       id: "nq-1",

@@ -229,11 +229,12 @@ class ExpertEpisode implements DriverEpisode {
       case "compute":
         return s.fn === "sum" ? "Add up the numbers with code." : "Compute the difference with code.";
       case "compare":
-        // The Python function in the line itself: the code then copies it, where mapping "smaller"
-        // to min() was a coin toss for the student.
+        // Which one, first: a copy of the plan's line is sure only up to its first word after
+        // "Step N:". Behind a long shared opening ("Compare … pick the smaller") the student wrote
+        // the wrong side in 21 of 41 copies; the code then copies the min() or max() just written.
         return s.pick === "min"
-          ? "Compare the two values with code and pick the smaller with min()."
-          : "Compare the two values with code and pick the larger with max().";
+          ? "Smaller of the two values, with min() in code."
+          : "Larger of the two values, with max() in code.";
       case "program":
         return "Write and run a Python program for it.";
     }
@@ -456,12 +457,9 @@ class ExpertEpisode implements DriverEpisode {
     const clauses = capitalize(
       job.attrs.map((a) => factClause(job.type, a, job.subject, job.facts[a]!)).join("; "),
     );
-    // A fact read off a crawled page cites the page. One read off a search result names the result
-    // first, by its head line as printed ("Zall (https://world.local/wiki/Zall)"): the subject's
-    // own article has a URL its name predicts, so a distilled student chooses the article by
-    // writing it, where a rank ("result 2") has to be found (docs/learning.md, "Name the source").
-    if (job.crawling) return `REPORT: ${clauses}. Source: ${job.chosen.url}.`;
-    return `REPORT: ${job.chosen.title} (${job.chosen.url}): ${clauses}.`;
+    // Cite the search result by rank (a crawled page by its URL): short, and enough to check it.
+    const source = job.chosen.rank > 0 ? `result ${job.chosen.rank}` : job.chosen.url;
+    return `REPORT: ${clauses}. Source: ${source}.`;
   }
 
   // ---- coder ---------------------------------------------------------------------------------
