@@ -165,7 +165,7 @@ export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
     teachTasks: 9600,
     modelPreset: "micro",
     modelContext: 2048,
-    sftSteps: 2200,
+    sftSteps: 2500,
     sftLr: 2e-3,
     sftBatchTokens: 8192,
     distillMaxTokens: 8192,
