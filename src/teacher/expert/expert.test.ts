@@ -87,6 +87,29 @@ describe("expert driver through the real tools", () => {
     }
   });
 
+  it("compares in Python, its plan line naming the side first, and answers the printed name", async () => {
+    const careful = new ExpertDriver({ lapses: false });
+    const comparisons = tiny.world.splits.test.filter(
+      (t) => t.kind === "comparison" || /comparison/.test(t.id),
+    );
+    expect(comparisons.length).toBeGreaterThan(0);
+    for (const task of comparisons.slice(0, 8)) {
+      const trace = await runEpisode(task, careful, tiny.tools);
+      const line = trace.messages.find(
+        (m) => m.from === "manager" && /^Step \d+: (Smaller|Larger) /.test(m.content),
+      );
+      expect(line, task.question).toBeDefined();
+      const fn = line!.content.includes("Smaller") ? "min" : "max";
+      const call = trace.messages.find((m) => m.kind === "tool_call" && m.tool?.name === "code")!;
+      expect(call.tool!.args).toMatch(
+        new RegExp(`values = \\{.*\\}\\nprint\\(${fn}\\(values, key=values\\.get\\)\\)`),
+      );
+      const printed = trace.messages.findLast((m) => m.kind === "observation")!.content.trim();
+      expect(trace.finalAnswer).toBe(printed);
+      expect(trace.reward).toBe(1);
+    }
+  });
+
   it("records an error, not a crash, for a task it has no plan for", async () => {
     const task = {
       id: "nq-1",
