@@ -221,10 +221,6 @@ class OverloadOverHttpTest(unittest.TestCase):
             self.assertEqual(capacity["max_kv_bytes"], 64 * 2**20)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class ModelGateRunTest(unittest.TestCase):
     def test_exclusive_work_from_many_callers_runs_on_one_thread(self):
         # Each HTTP request has its own thread; the model's kernels should see only one.
@@ -243,3 +239,7 @@ class ModelGateRunTest(unittest.TestCase):
         self.assertEqual(len(set(seen)), 1)
         self.assertTrue(seen[0].startswith("model"))
         self.assertNotIn(seen[0], {t.name for t in callers})
+
+
+if __name__ == "__main__":
+    unittest.main()

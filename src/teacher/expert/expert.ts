@@ -454,12 +454,10 @@ class ExpertEpisode implements DriverEpisode {
       if (isOwnArticle(found.source!, job.subject))
         this.known.set(`${job.type}|${job.subject}|${job.attrs[k]}`, found);
     });
-    const clauses = capitalize(
-      job.attrs.map((a) => factClause(job.type, a, job.subject, job.facts[a]!)).join("; "),
-    );
+    const clauses = job.attrs.map((a) => factClause(job.type, a, job.subject, job.facts[a]!));
     // Cite the search result by rank (a crawled page by its URL): short, and enough to check it.
     const source = job.chosen.rank > 0 ? `result ${job.chosen.rank}` : job.chosen.url;
-    return `REPORT: ${clauses}. Source: ${source}.`;
+    return `REPORT: ${capitalize(clauses.join("; "))}. Source: ${source}.`;
   }
 
   // ---- coder ---------------------------------------------------------------------------------
