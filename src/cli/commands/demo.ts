@@ -8,10 +8,7 @@ import { ARTIFACTS } from "../artifacts.js";
 import { commandArgs } from "../command-args.js";
 import { checkPresetSeeds, DEMO_PRESETS, DemoPreset } from "../demo/presets.js";
 import { type StageTiming, writeDemoReport } from "../demo/report.js";
-import { demoStages, runStage } from "../demo/stages.js";
-
-/** What the system prompt and question take of the model's context. */
-const PROMPT_ROOM = 640;
+import { demoRlConfig, demoStages, runStage } from "../demo/stages.js";
 
 /** stages.json: what finished, so a rerun resumes at the first stage that did not. */
 const StagesDone = z.object({
@@ -66,24 +63,13 @@ export async function runDemo(preset: DemoPreset, out: string, log: (line: strin
   log(`\nreport: ${path.join(out, "report.md")} and report.html; browse trajectories with: coa view ${out}`);
 }
 
-/**
- * RL reads its rollout limits from a config file. An episode may fill the model's context but for
- * the prompt (under 600 tokens even in bytes); the context is the SFT checkpoint's, whatever base it
- * came from, so a resumed run computes the same file.
- */
+/** RL's config file, for the context of the SFT checkpoint it starts from (a resumed run computes the same). */
 async function writeRlConfig(preset: DemoPreset, out: string): Promise<void> {
   const manifest = await readCheckpointManifest(path.join(out, "sft", LAST_LINK));
   const context = manifest.model?.max_seq_len;
   if (!context)
     throw new Error(`${path.join(out, "sft", LAST_LINK)}: the checkpoint names no context length`);
-  const config: z.input<typeof ARTIFACTS.rlConfig.schema> = {
-    rollout: {
-      maxTurns: preset.maxTurns,
-      maxTokensPerTurn: preset.maxTokensPerTurn,
-      concurrency: preset.concurrency,
-      maxResponseTokens: context - PROMPT_ROOM,
-    },
-  };
+  const config = demoRlConfig(preset, context);
   await writeFile(path.join(out, ARTIFACTS.rlConfig.file), `${JSON.stringify(config, null, 2)}\n`);
 }
 

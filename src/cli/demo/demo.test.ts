@@ -10,9 +10,10 @@ import type { MasTrace } from "../../teacher/index.js";
 import { commandArgs } from "../command-args.js";
 import { commands } from "../commands/index.js";
 import { parseFlags } from "../flags.js";
+import { RlConfig } from "../../train/index.js";
 import { DEMO_PRESETS } from "./presets.js";
 import { writeDemoReport } from "./report.js";
-import { demoStages } from "./stages.js";
+import { demoRlConfig, demoStages } from "./stages.js";
 
 describe("demo stages", () => {
   it("run commands whose own flags parse each stage's arguments back into its typed flags", () => {
@@ -34,6 +35,16 @@ describe("demo stages", () => {
       const given = Object.entries(command.flags).filter(([, v]) => v !== undefined);
       expect(parseFlags(command.schema, cli.opts()), name).toMatchObject(Object.fromEntries(given));
     }
+  });
+
+  it("give RL the preset's learning rate, temperature and clip, and RlConfig's defaults where it names none", () => {
+    const rl = (preset: (typeof DEMO_PRESETS)["default"]) =>
+      RlConfig.parse({ ...demoRlConfig(preset, 2048), tasks: "world", out: "rl" });
+    const micro = rl(DEMO_PRESETS.default);
+    expect(micro.update).toMatchObject({ lr: 5e-5, clipHigh: 0.2, clipLow: 0.2 });
+    expect(micro.rollout).toMatchObject({ temperature: 1, concurrency: 32, maxResponseTokens: 2048 - 640 });
+    const defaults = RlConfig.parse({ tasks: "world", out: "rl" });
+    expect(rl(DEMO_PRESETS.full).update).toEqual(defaults.update);
   });
 });
 

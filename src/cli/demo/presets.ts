@@ -61,6 +61,14 @@ export const DemoPreset = z.object({
   rlSteps: z.number().int().positive(),
   rlGroupSize: z.number().int().min(2),
   rlBatchTasks: z.number().int().positive(),
+  /**
+   * RL's policy learning rate, rollout temperature and the ratio's upper clip; absent: RlConfig's
+   * defaults (an LLM's 1e-5, 1, DAPO's 0.28). The micro student's values were measured
+   * (docs/learning.md, "RL that helps"): 3e-4 raised its entropy and broke it, 5e-5 gained.
+   */
+  rlLr: z.number().positive().optional(),
+  rlTemperature: z.number().positive().optional(),
+  rlClipHigh: z.number().min(0).optional(),
   /** Episodes in flight during RL rollouts and evaluation. */
   concurrency: z.number().int().positive(),
   /** Search results per call, for the teacher and the model alike: fewer hits, shorter contexts. */
@@ -122,6 +130,9 @@ const BASE_RECIPE = {
   ],
 } as const;
 
+/** RL of the micro student: the settings that raised its sampled success (docs/learning.md). */
+const MICRO_RL = { rlLr: 5e-5, rlTemperature: 1, rlClipHigh: 0.2 } as const;
+
 export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
   quick: {
     name: "quick",
@@ -143,7 +154,8 @@ export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
     rlSteps: 2,
     rlGroupSize: 4,
     rlBatchTasks: 2,
-    concurrency: 8,
+    ...MICRO_RL,
+    concurrency: 32,
     searchTopK: 3,
     devTasks: 5,
     evalTasks: 40,
@@ -170,10 +182,11 @@ export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
     sftBatchTokens: 8192,
     distillMaxTokens: 8192,
     sftMaxLength: 2048,
-    rlSteps: 8,
+    rlSteps: 12,
     rlGroupSize: 8,
-    rlBatchTasks: 2,
-    concurrency: 8,
+    rlBatchTasks: 4,
+    ...MICRO_RL,
+    concurrency: 32,
     searchTopK: 3,
     devTasks: 20,
     evalTasks: 200,

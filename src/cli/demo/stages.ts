@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import type { z } from "zod";
 import { TOKENIZER_FILE } from "../../model/index.js";
 import { parseSeeds, worldDirName } from "../../tasks/index.js";
 import { LAST_LINK } from "../../train/index.js";
@@ -14,6 +15,27 @@ import { TEAM_SPANS_FILE, TeamFlags } from "../commands/team.js";
 import { PretrainFlags, RlFlags, SftFlags } from "../commands/train.js";
 import { WorldGenerateFlags } from "../commands/world.js";
 import type { DemoPreset } from "./presets.js";
+
+/** What the system prompt and question take of the model's context. */
+const PROMPT_ROOM = 640;
+
+/**
+ * The file `coa train rl --config` reads in the demo: episodes as long as evaluation's, filling the
+ * student's context but for the prompt, with the preset's learning rate, temperature and clip
+ * (RlConfig's defaults where the preset names none).
+ */
+export function demoRlConfig(p: DemoPreset, context: number): z.input<typeof ARTIFACTS.rlConfig.schema> {
+  return {
+    rollout: {
+      maxTurns: p.maxTurns,
+      maxTokensPerTurn: p.maxTokensPerTurn,
+      concurrency: p.concurrency,
+      maxResponseTokens: context - PROMPT_ROOM,
+      temperature: p.rlTemperature,
+    },
+    update: { lr: p.rlLr, clipHigh: p.rlClipHigh },
+  };
+}
 
 /** One step of the demo: a `coa` command whose output lands in `dir` under the demo folder. */
 export interface DemoStage {
