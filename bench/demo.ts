@@ -2,16 +2,13 @@
 // preset) in a fresh folder and prints what the student reached against each target. Minutes, not
 // seconds: `npm run bench -- demo`.
 
-import { spawn } from "node:child_process";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { ARTIFACTS, readArtifact, readRecords } from "../src/cli/artifacts.js";
-import { pairedDifference } from "../src/eval/index.js";
+import { type EvalSummaryFile, pairedDifference } from "../src/eval/index.js";
 import { pct as percent } from "../src/util/index.js";
-
-const REPO = fileURLToPath(new URL("..", import.meta.url));
+import { runCoa } from "./coa-process.js";
 
 /** The issue's targets per preset: AFM-SFT pass@1 and the RL gain (points, paired, avg@k). */
 const TARGETS: Record<string, { sft: number; rlGain: number | null; minutes: number }> = {
@@ -19,32 +16,27 @@ const TARGETS: Record<string, { sft: number; rlGain: number | null; minutes: num
   default: { sft: 0.6, rlGain: 0.05, minutes: 30 },
 };
 
+/** RL's paired gain over SFT (avg@k per task on the same tasks) and the line that prints it. */
+export function rlGain(sft: EvalSummaryFile, rl: EvalSummaryFile) {
+  if (!sft.taskScores || !rl.taskScores) return null;
+  const gain = pairedDifference(rl.taskScores, sft.taskScores);
+  const points = (x: number | null) => (x === null ? "–" : (100 * x).toFixed(1));
+  return {
+    ...gain,
+    line: `RL − SFT, paired over ${gain.tasks} tasks (avg@${rl.success.k}): ${points(gain.mean)} points, 95% CI [${points(gain.low)}, ${points(gain.high)}]`,
+  };
+}
+
 const pct = (x: number | null | undefined) => (x === null || x === undefined ? "–" : percent(x));
 
 export async function run(): Promise<void> {
   const preset = process.env.COA_BENCH_DEMO ?? "quick";
   const out = await mkdtemp(join(tmpdir(), `coa-bench-demo-${preset}-`));
-  const args = [
-    "--import",
-    "tsx",
-    "src/cli/main.ts",
-    "demo",
-    ...(preset === "default" ? [] : [`--${preset}`]),
-    "--out",
-    out,
-  ];
-  const started = performance.now();
-  const log: string[] = [];
-  const code = await new Promise<number | null>((resolve) => {
-    const child = spawn(process.execPath, args, { cwd: REPO, stdio: ["ignore", "pipe", "pipe"] });
-    child.stdout.on("data", (d) => log.push(String(d)));
-    child.stderr.on("data", (d) => log.push(String(d)));
-    child.on("exit", resolve);
-  });
-  const minutes = (performance.now() - started) / 60_000;
-  console.log(`command: coa demo ${args.slice(4).join(" ")} (exit ${code}, ${minutes.toFixed(1)} min)`);
+  const args = ["demo", ...(preset === "default" ? [] : [`--${preset}`]), "--out", out];
+  const { command, code, minutes, output } = await runCoa(args);
+  console.log(`command: ${command} (exit ${code}, ${minutes.toFixed(1)} min)`);
   if (code !== 0) {
-    console.log(log.join("").slice(-2000));
+    console.log(output.slice(-2000));
     return;
   }
   const sft = await readArtifact(join(out, "eval-sft"), ARTIFACTS.evalSummary);
@@ -60,12 +52,8 @@ export async function run(): Promise<void> {
       `${name} (${s.model}): pass@1 ${pct(s.success.pass1)} of ${s.success.tasks} test tasks, avg@${s.success.k} ${pct(s.success.avgK)}; entity copy ${pct(s.copy?.entity.rate)}, value copy ${pct(s.copy?.value.rate)}`,
     );
   console.log(`RL: ${rlSteps.length} steps, ${updates} updates`);
-  if (sft.taskScores && rl.taskScores) {
-    const gain = pairedDifference(rl.taskScores, sft.taskScores);
-    console.log(
-      `RL − SFT, paired over ${gain.tasks} tasks: ${gain.mean === null ? "–" : (100 * gain.mean).toFixed(1)} points, 95% CI [${gain.low === null ? "–" : (100 * gain.low).toFixed(1)}, ${gain.high === null ? "–" : (100 * gain.high).toFixed(1)}]`,
-    );
-  }
+  const gain = rlGain(sft, rl);
+  if (gain) console.log(gain.line);
   if (target)
     console.log(
       `targets: AFM-SFT ≥ ${pct(target.sft)} (${sft.success.pass1 >= target.sft ? "met" : "not met"})` +

@@ -6,6 +6,7 @@ import * as distill from "./distill.js";
 import * as engine from "./engine.js";
 import * as protocol from "./protocol.js";
 import * as rewards from "./rewards.js";
+import * as rl from "./rl.js";
 import * as runtime from "./runtime.js";
 import * as serve from "./serve.js";
 import * as teacher from "./teacher.js";
@@ -21,6 +22,7 @@ const benches: Bench[] = [
   { name: "engine", run: engine.run },
   { name: "protocol", run: protocol.run },
   { name: "rewards", run: rewards.run },
+  { name: "rl", run: rl.run },
   { name: "runtime", run: runtime.run },
   { name: "serve", run: serve.run },
   { name: "teacher", run: teacher.run },

@@ -7,6 +7,7 @@ import { Trajectory } from "../protocol/index.js";
 import { MAS_TRACES_FILE, MasTrace } from "../teacher/index.js";
 import { METRICS_FILE, RlConfig, RlStepMetrics } from "../train/index.js";
 import { readJsonlTolerant } from "../util/index.js";
+import { DemoProgress } from "./demo/presets.js";
 
 /** A file in a stage's `--out` folder: its name, and the schema of the file (JSON) or of each line (JSONL). */
 export interface Artifact<S extends z.ZodType = z.ZodType> {
@@ -28,6 +29,8 @@ export const ARTIFACTS = {
   distilled: { file: NATIVE_FILE, schema: Trajectory },
   /** `coa distill`: how many traces each filter kept. */
   funnel: { file: FUNNEL_FILE, schema: FunnelFile },
+  /** `coa demo`: the stages done and the settings they ran with; `npm run bench -- rl` reads the settings. */
+  demoProgress: { file: "stages.json", schema: DemoProgress },
   /** `coa demo`: RL's rollout limits, from the SFT checkpoint's context; `coa train rl --config` reads it (flags fill the rest). */
   rlConfig: { file: "rl-config.json", schema: RlConfig.partial() },
   /** `coa train rl`: one GRPO step per line. */

@@ -1,7 +1,6 @@
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { Command } from "commander";
-import { z } from "zod";
 import { readCheckpointManifest } from "../../model/index.js";
 import { LAST_LINK } from "../../train/index.js";
 import { ARTIFACTS } from "../artifacts.js";
@@ -10,18 +9,10 @@ import { checkPresetSeeds, DEMO_PRESETS, DemoPreset } from "../demo/presets.js";
 import { type StageTiming, writeDemoReport } from "../demo/report.js";
 import { demoRlConfig, demoStages, runStage } from "../demo/stages.js";
 
-/** stages.json: what finished, so a rerun resumes at the first stage that did not. */
-const StagesDone = z.object({
-  preset: z.string(),
-  /** Every setting the stages ran with; a resumed run must use the same. */
-  settings: z.record(z.string(), z.unknown()).optional(),
-  done: z.array(z.object({ name: z.string(), title: z.string(), seconds: z.number() })),
-});
-
 async function readDone(file: string, preset: DemoPreset): Promise<StageTiming[]> {
   const raw = await readFile(file, "utf8").catch(() => null);
   if (raw === null) return [];
-  const parsed = StagesDone.safeParse(JSON.parse(raw));
+  const parsed = ARTIFACTS.demoProgress.schema.safeParse(JSON.parse(raw));
   if (!parsed.success) throw new Error(`${file}: not a demo progress file; remove it to start over`);
   if (parsed.data.preset !== preset.name)
     throw new Error(
@@ -36,7 +27,7 @@ async function readDone(file: string, preset: DemoPreset): Promise<StageTiming[]
 
 export async function runDemo(preset: DemoPreset, out: string, log: (line: string) => void): Promise<void> {
   await mkdir(out, { recursive: true });
-  const doneFile = path.join(out, "stages.json");
+  const doneFile = path.join(out, ARTIFACTS.demoProgress.file);
   const done = await readDone(doneFile, preset);
   const stages = demoStages(preset, out);
   log(

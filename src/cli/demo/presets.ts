@@ -88,6 +88,14 @@ export const DemoPreset = z.object({
 });
 export type DemoPreset = z.infer<typeof DemoPreset>;
 
+/** A demo folder's progress file: what finished, so a rerun resumes at the first stage that did not. */
+export const DemoProgress = z.object({
+  preset: z.string(),
+  /** Every setting the stages ran with (a DemoPreset); a resumed run must use the same. */
+  settings: z.record(z.string(), z.unknown()).optional(),
+  done: z.array(z.object({ name: z.string(), title: z.string(), seconds: z.number() })),
+});
+
 /** A preset whose training worlds include its test world measures memory, not skill: refused. */
 export function checkPresetSeeds(p: DemoPreset): DemoPreset {
   if (parseSeeds(p.trainSeeds).includes(p.seed))

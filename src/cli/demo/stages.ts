@@ -51,26 +51,12 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
   // The student learns on many worlds and is tested on one it never saw (its seed is not among them).
   const world = at("world");
   const worlds = at("worlds");
-  const rlWorld = path.join(worlds, worldDirName(parseSeeds(p.trainSeeds)[0]!));
+  const rlWorld = demoRlWorld(p, out);
   const base = baseCheckpoint(p, out);
-  // Every system is measured on the same test tasks of the unseen world (teach and team name these
-  // flags as eval does). Spread flags escape excess-property checks, hence `satisfies`.
-  const testTasks = { tasks: world, split: "test", limit: p.evalTasks } satisfies FlagValues<
-    typeof EvalFlags
-  >;
+  const testTasks = demoTestTasks(p, out);
   const studentTokenizer = path.join(at("data"), TOKENIZER_FILE);
   const evaluate = (model: string, dir: string) =>
-    coaCommand(["eval"], EvalFlags, {
-      model: `engine:${at(model)}`,
-      ...testTasks,
-      k: p.evalK,
-      temperature: p.evalTemperature,
-      maxTurns: p.maxTurns,
-      maxTokensPerTurn: p.maxTokensPerTurn,
-      concurrency: p.concurrency,
-      searchTopK: p.searchTopK,
-      out: at(dir),
-    });
+    demoEvalCommand(p, out, { model: at(model), out: at(dir), k: p.evalK, temperature: p.evalTemperature });
   const worldFlags = { size: p.worldSize, maxHops: p.maxHops } satisfies FlagValues<
     typeof WorldGenerateFlags
   >;
@@ -146,16 +132,7 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
       name: "rl",
       title: "agentic RL on the rl split of a training world",
       dir: "rl",
-      command: coaCommand(["train", "rl"], RlFlags, {
-        from: path.join(at("sft"), LAST_LINK),
-        tasks: rlWorld,
-        steps: p.rlSteps,
-        groupSize: p.rlGroupSize,
-        batchTasks: p.rlBatchTasks,
-        searchTopK: p.searchTopK,
-        config: at(ARTIFACTS.rlConfig.file),
-        out: at("rl"),
-      }),
+      command: demoRlCommand(p, out, { steps: p.rlSteps, out: at("rl") }),
     },
     {
       name: "eval-teacher",
@@ -254,6 +231,54 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
     }),
   );
   return [...stages.slice(0, 2), pretrain, ...more, ...stages.slice(2)];
+}
+
+/** The training world whose rl split RL draws its tasks from: the first of the training seeds. */
+export function demoRlWorld(p: DemoPreset, out: string): string {
+  return path.join(out, "worlds", worldDirName(parseSeeds(p.trainSeeds)[0]!));
+}
+
+/** `coa train rl` from the demo's SFT checkpoint with its RL config file (`npm run bench -- rl` goes on longer). */
+export function demoRlCommand(p: DemoPreset, out: string, run: { steps: number; out: string }): CoaCommand {
+  return coaCommand(["train", "rl"], RlFlags, {
+    from: path.join(out, "sft", LAST_LINK),
+    tasks: demoRlWorld(p, out),
+    steps: run.steps,
+    groupSize: p.rlGroupSize,
+    batchTasks: p.rlBatchTasks,
+    searchTopK: p.searchTopK,
+    config: path.join(out, ARTIFACTS.rlConfig.file),
+    out: run.out,
+  });
+}
+
+/**
+ * The test tasks of the unseen world, the same for every system (teach and team name these flags as
+ * eval does). Spread flags escape excess-property checks, hence `satisfies`.
+ */
+function demoTestTasks(p: DemoPreset, out: string) {
+  return { tasks: path.join(out, "world"), split: "test", limit: p.evalTasks } satisfies FlagValues<
+    typeof EvalFlags
+  >;
+}
+
+/** `coa eval` of a checkpoint on the demo's test tasks, as every system is measured there. */
+export function demoEvalCommand(
+  p: DemoPreset,
+  out: string,
+  run: { model: string; out: string; k: number; temperature: number },
+): CoaCommand {
+  return coaCommand(["eval"], EvalFlags, {
+    model: `engine:${run.model}`,
+    ...demoTestTasks(p, out),
+    k: run.k,
+    temperature: run.temperature,
+    maxTurns: p.maxTurns,
+    maxTokensPerTurn: p.maxTokensPerTurn,
+    concurrency: p.concurrency,
+    searchTopK: p.searchTopK,
+    out: run.out,
+  });
 }
 
 /** The package root, where the shipped base lives (src/cli/demo and dist/cli/demo alike sit three below). */

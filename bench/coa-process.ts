@@ -1,0 +1,36 @@
+// Runs this checkout's `coa` (the TypeScript source through tsx) as a child process for the
+// benchmarks that time whole commands.
+
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+const REPO = fileURLToPath(new URL("..", import.meta.url));
+
+export interface CoaRun {
+  /** The command line as a user would type it. */
+  command: string;
+  code: number | null;
+  minutes: number;
+  /** Everything it printed, stdout and stderr interleaved. */
+  output: string;
+}
+
+export async function runCoa(args: readonly string[]): Promise<CoaRun> {
+  const started = performance.now();
+  const log: string[] = [];
+  const code = await new Promise<number | null>((resolve) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], {
+      cwd: REPO,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    child.stdout.on("data", (d) => log.push(String(d)));
+    child.stderr.on("data", (d) => log.push(String(d)));
+    child.on("exit", resolve);
+  });
+  return {
+    command: `coa ${args.join(" ")}`,
+    code,
+    minutes: (performance.now() - started) / 60_000,
+    output: log.join(""),
+  };
+}

@@ -1,0 +1,73 @@
+// RL's gain on the demo's own student (issue 15, "RL that helps"), beyond what the 30-minute demo
+// can afford: from a finished `coa demo` folder, GRPO with the demo's RL config for more steps, then
+// SFT and RL each answer the demo's test tasks k times at the RL temperature, and the paired gain
+// prints with its 95% interval. `COA_BENCH_RL_DEMO=runs/demo npm run bench -- rl` (about 25 min
+// on 2 cores with the defaults); COA_BENCH_RL_STEPS (60) and COA_BENCH_RL_K (4) set the budget.
+
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ARTIFACTS, readArtifact } from "../src/cli/artifacts.js";
+import { commandArgs } from "../src/cli/command-args.js";
+import { DemoPreset } from "../src/cli/demo/presets.js";
+import { demoEvalCommand, demoRlCommand } from "../src/cli/demo/stages.js";
+import { LAST_LINK, RolloutConfig } from "../src/train/index.js";
+import { pct } from "../src/util/index.js";
+import { runCoa } from "./coa-process.js";
+import { rlGain } from "./demo.js";
+
+/** The issue's target: AFM-RL at least 5 points above AFM-SFT, paired, the interval above 0. */
+const TARGET_GAIN = 0.05;
+
+export async function run(): Promise<void> {
+  const demo = process.env.COA_BENCH_RL_DEMO;
+  if (!demo) {
+    console.log("skipped: set COA_BENCH_RL_DEMO to a finished demo folder (npx coa demo --out runs/demo)");
+    return;
+  }
+  const steps = Number(process.env.COA_BENCH_RL_STEPS ?? 60);
+  const k = Number(process.env.COA_BENCH_RL_K ?? 4);
+  const progress = await readArtifact(demo, ARTIFACTS.demoProgress);
+  const preset = DemoPreset.parse(progress.settings);
+  const rolloutConfig = await readArtifact(demo, ARTIFACTS.rlConfig);
+  // The policy RL improves is the one it samples from: evaluate at that temperature.
+  const temperature = RolloutConfig.parse(rolloutConfig.rollout ?? {}).temperature;
+  const out = await mkdtemp(join(tmpdir(), "coa-bench-rl-"));
+  const commands = [
+    demoRlCommand(preset, demo, { steps, out: join(out, "rl") }),
+    ...(["sft", "rl"] as const).map((model) =>
+      demoEvalCommand(preset, demo, {
+        model: join(model === "sft" ? demo : out, model, LAST_LINK),
+        out: join(out, `eval-${model}`),
+        k,
+        temperature,
+      }),
+    ),
+  ];
+  for (const command of commands) {
+    // Each takes minutes; say which one is running before it does.
+    console.log(`command: coa ${commandArgs(command).join(" ")}`);
+    const ran = await runCoa(commandArgs(command));
+    console.log(`  exit ${ran.code}, ${ran.minutes.toFixed(1)} min`);
+    if (ran.code !== 0) {
+      console.log(ran.output.slice(-2000));
+      return;
+    }
+  }
+  const sft = await readArtifact(join(out, "eval-sft"), ARTIFACTS.evalSummary);
+  const rl = await readArtifact(join(out, "eval-rl"), ARTIFACTS.evalSummary);
+  for (const [name, s] of [
+    ["AFM-SFT", sft],
+    ["AFM-RL", rl],
+  ] as const)
+    console.log(
+      `${name}: avg@${k} ${pct(s.success.avgK)} at temperature ${temperature} on ${s.success.tasks} test tasks, pass@${k} ${pct(s.success.passK)}, format errors ${pct(s.formatErrorRate)}`,
+    );
+  const gain = rlGain(sft, rl);
+  if (!gain) return;
+  const met = gain.mean !== null && gain.mean >= TARGET_GAIN && gain.low !== null && gain.low > 0;
+  console.log(
+    `${gain.line}; target ≥ +${100 * TARGET_GAIN} points with the interval above 0: ${met ? "met" : "not met"}`,
+  );
+  console.log(`runs: ${out}`);
+}
