@@ -29,7 +29,9 @@ export async function run(): Promise<void> {
   const k = Number(process.env.COA_BENCH_RL_K ?? 4);
   const progress = await readArtifact(demo, ARTIFACTS.demoProgress);
   if (!progress.settings)
-    throw new Error(`${demo}: its ${ARTIFACTS.demoProgress.file} names no settings (an older coa demo); run the demo again`);
+    throw new Error(
+      `${demo}: its ${ARTIFACTS.demoProgress.file} names no settings (an older coa demo); run the demo again`,
+    );
   const preset = DemoPreset.parse(progress.settings);
   const rolloutConfig = await readArtifact(demo, ARTIFACTS.rlConfig);
   // The policy RL improves is the one it samples from: evaluate at that temperature.
