@@ -11,7 +11,7 @@ import { pct as percent } from "../src/util/index.js";
 import { runCoa } from "./coa-process.js";
 
 /** The targets per preset: AFM-SFT pass@1 and the RL gain (points, paired, avg@k). */
-const TARGETS: Record<string, { sft: number; rlGain: number | null; minutes: number }> = {
+export const TARGETS: Record<string, { sft: number; rlGain: number | null; minutes: number }> = {
   quick: { sft: 0.3, rlGain: null, minutes: 5 },
   default: { sft: 0.6, rlGain: 0.05, minutes: 30 },
 };

@@ -14,10 +14,10 @@ import { demoEvalCommand, demoRlCommand } from "../src/cli/demo/stages.js";
 import { LAST_LINK, RolloutConfig } from "../src/train/index.js";
 import { pct } from "../src/util/index.js";
 import { runCoa } from "./coa-process.js";
-import { rlGain } from "./demo.js";
+import { rlGain, TARGETS } from "./demo.js";
 
-/** The issue's target: AFM-RL at least 5 points above AFM-SFT, paired, the interval above 0. */
-const TARGET_GAIN = 0.05;
+/** The issue's target: AFM-RL at least this far above AFM-SFT, paired, the interval above 0. */
+const TARGET_GAIN = TARGETS.default!.rlGain!;
 
 export async function run(): Promise<void> {
   const demo = process.env.COA_BENCH_RL_DEMO;
@@ -50,8 +50,9 @@ export async function run(): Promise<void> {
   ];
   for (const command of commands) {
     // Each takes minutes; say which one is running before it does.
-    console.log(`command: coa ${commandArgs(command).join(" ")}`);
-    const ran = await runCoa(commandArgs(command));
+    const args = commandArgs(command);
+    console.log(`command: coa ${args.join(" ")}`);
+    const ran = await runCoa(args);
     console.log(`  exit ${ran.code}, ${ran.minutes.toFixed(1)} min`);
     if (ran.code !== 0) {
       console.log(ran.output.slice(-2000));

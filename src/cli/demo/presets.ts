@@ -64,7 +64,7 @@ export const DemoPreset = z.object({
   /**
    * RL's policy learning rate, rollout temperature and the ratio's upper clip; absent: RlConfig's
    * defaults (an LLM's 1e-5, 1, DAPO's 0.28). The micro student's values were measured
-   * (docs/learning.md, "RL that helps"): 3e-4 raised its entropy and broke it, 5e-5 gained.
+   * (docs/learning.md, "RL that helps"): 3e-4 broke it (format errors doubled), 5e-5 gained.
    */
   rlLr: z.number().positive().optional(),
   rlTemperature: z.number().positive().optional(),

@@ -19,6 +19,10 @@ import type { DemoPreset } from "./presets.js";
 /** What the system prompt and question take of the model's context. */
 const PROMPT_ROOM = 640;
 
+/** Folders of the unseen test world and of the training worlds in a demo folder. */
+const TEST_WORLD_DIR = "world";
+const TRAIN_WORLDS_DIR = "worlds";
+
 /**
  * The file `coa train rl --config` reads in the demo: episodes as long as evaluation's, filling the
  * student's context but for the prompt, with the preset's learning rate, temperature and clip
@@ -49,8 +53,8 @@ export interface DemoStage {
 export function demoStages(p: DemoPreset, out: string): DemoStage[] {
   const at = (d: string) => path.join(out, d);
   // The student learns on many worlds and is tested on one it never saw (its seed is not among them).
-  const world = at("world");
-  const worlds = at("worlds");
+  const world = at(TEST_WORLD_DIR);
+  const worlds = at(TRAIN_WORLDS_DIR);
   const rlWorld = demoRlWorld(p, out);
   const base = baseCheckpoint(p, out);
   const testTasks = demoTestTasks(p, out);
@@ -64,7 +68,7 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
     {
       name: "world",
       title: "generate the unseen test world",
-      dir: "world",
+      dir: TEST_WORLD_DIR,
       command: coaCommand(["world", "generate"], WorldGenerateFlags, {
         seed: p.seed,
         ...worldFlags,
@@ -74,7 +78,7 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
     {
       name: "worlds",
       title: "generate the worlds the student learns on",
-      dir: "worlds",
+      dir: TRAIN_WORLDS_DIR,
       command: coaCommand(["world", "generate"], WorldGenerateFlags, {
         seeds: p.trainSeeds,
         ...worldFlags,
@@ -235,7 +239,7 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
 
 /** The training world whose rl split RL draws its tasks from: the first of the training seeds. */
 export function demoRlWorld(p: DemoPreset, out: string): string {
-  return path.join(out, "worlds", worldDirName(parseSeeds(p.trainSeeds)[0]!));
+  return path.join(out, TRAIN_WORLDS_DIR, worldDirName(parseSeeds(p.trainSeeds)[0]!));
 }
 
 /** `coa train rl` from the demo's SFT checkpoint with its RL config file (`npm run bench -- rl` goes on longer). */
@@ -257,7 +261,7 @@ export function demoRlCommand(p: DemoPreset, out: string, run: { steps: number; 
  * eval does). Spread flags escape excess-property checks, hence `satisfies`.
  */
 function demoTestTasks(p: DemoPreset, out: string) {
-  return { tasks: path.join(out, "world"), split: "test", limit: p.evalTasks } satisfies FlagValues<
+  return { tasks: path.join(out, TEST_WORLD_DIR), split: "test", limit: p.evalTasks } satisfies FlagValues<
     typeof EvalFlags
   >;
 }
