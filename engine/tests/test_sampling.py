@@ -26,6 +26,17 @@ class SampleTest(unittest.TestCase):
         self.assertEqual(tokens.tolist(), [0, 1, 2])
         torch.testing.assert_close(logp[0].exp(), torch.tensor([0.5, 0.3, 0.2]))
 
+    def test_without_top_p_the_cdf_runs_in_vocabulary_order(self):
+        logits = torch.log(torch.tensor([[0.2, 0.5, 0.3]])).repeat(4, 1)
+        u = torch.tensor([0.1, 0.3, 0.69, 0.75])
+        tokens, _ = sample(logits, torch.ones(4), torch.ones(4), u)
+        self.assertEqual(tokens.tolist(), [0, 1, 1, 2])
+
+    def test_a_token_of_zero_probability_is_never_drawn(self):
+        logits = torch.tensor([[0.0, float("-inf"), 0.0]]).repeat(3, 1)
+        tokens, _ = sample(logits, torch.ones(3), torch.ones(3), torch.tensor([0.0, 0.5, 0.999]))
+        self.assertEqual(tokens.tolist(), [0, 2, 2])
+
     def test_top_p_drops_the_tail(self):
         logits = torch.log(torch.tensor([[0.5, 0.3, 0.2]]))
         tokens, _ = sample(logits, torch.ones(1), torch.tensor([0.7]), torch.tensor([0.99]))
