@@ -106,8 +106,9 @@ class HFState:
         past = tuple((k.index_select(0, index), v.index_select(0, index)) for k, v in self.past)
         return HFState(past, self.mask.index_select(0, index), self.next_pos.index_select(0, index))
 
-    def merge(self, other: HFState) -> HFState:
-        width = max(self.mask.shape[1], other.mask.shape[1])
+    def merge(self, *others: HFState) -> HFState:
+        states = (self, *others)
+        width = max(s.mask.shape[1] for s in states)
 
         def left(t: torch.Tensor, dim: int) -> torch.Tensor:
             missing = width - t.shape[dim]
@@ -118,11 +119,11 @@ class HFState:
             return torch.cat((t.new_zeros(shape), t), dim=dim)
 
         past = tuple(
-            (torch.cat((left(k1, 2), left(k2, 2))), torch.cat((left(v1, 2), left(v2, 2))))
-            for (k1, v1), (k2, v2) in zip(self.past, other.past)
+            (torch.cat([left(k, 2) for k, _ in layer]), torch.cat([left(v, 2) for _, v in layer]))
+            for layer in zip(*(s.past for s in states))
         )
-        mask = torch.cat((left(self.mask, 1), left(other.mask, 1)))
-        return HFState(past, mask, torch.cat((self.next_pos, other.next_pos)))
+        mask = torch.cat([left(s.mask, 1) for s in states])
+        return HFState(past, mask, torch.cat([s.next_pos for s in states]))
 
 
 class HFDecoder:

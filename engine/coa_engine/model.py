@@ -84,10 +84,22 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
 
 
 class KVCache:
-    """Keys and values per layer, [rows, heads, capacity, head_dim]; row b holds `lens[b]` positions."""
+    """Keys and values per layer, [rows, heads, capacity, head_dim]; row b holds `lens[b]` positions.
+
+    `keys` and `values` are views of the first `rows` rows of a larger allocation, so that rows
+    joining (`merge`) or leaving (`compact`) copy only those rows: with agent turns starting and
+    ending every few steps, copying the whole batch each time took about a fifth of an evaluation's
+    sampler time (docs/engine.md). The allocation grows only when the rows or positions needed pass
+    it, to exactly what is needed then, so it never holds more than the batch has held at its capacity.
+    """
 
     def __init__(self, keys: list[torch.Tensor], values: list[torch.Tensor], lens: torch.Tensor):
-        self.keys, self.values, self.lens = keys, values, lens
+        self._keys, self._values, self.lens = keys, values, lens
+        self._view(int(lens.shape[0]))
+
+    def _view(self, rows: int) -> None:
+        self.keys = [k[:rows] for k in self._keys]
+        self.values = [v[:rows] for v in self._values]
 
     @classmethod
     def empty(
@@ -107,27 +119,56 @@ class KVCache:
 
     @property
     def capacity(self) -> int:
-        return int(self.keys[0].shape[2])
+        return int(self._keys[0].shape[2])
+
+    @property
+    def allocated_rows(self) -> int:
+        return int(self._keys[0].shape[0])
 
     def select(self, index: torch.Tensor) -> KVCache:
+        """A new cache of the rows `index` (repeats allowed)."""
         return KVCache(
             [k.index_select(0, index) for k in self.keys],
             [v.index_select(0, index) for v in self.values],
             self.lens.index_select(0, index),
         )
 
-    def merge(self, other: KVCache) -> KVCache:
-        """Rows of both caches, padded to the larger capacity."""
-        cap = max(self.capacity, other.capacity)
+    def compact(self, order: torch.Tensor) -> KVCache:
+        """Keeps the rows `order` in that order, in place: row j becomes row order[j]. Only rows that
+        move are copied, so an `order` that leaves kept rows where they are and fills the gaps from
+        the end (as `Sampler` builds it) copies the fewest."""
+        moved = torch.nonzero(order != torch.arange(len(order), device=order.device))[:, 0]
+        if len(moved):
+            source = order.index_select(0, moved)
+            for t in (*self._keys, *self._values):
+                t.index_copy_(0, moved, t.index_select(0, source))
+        self.lens = self.lens.index_select(0, order)
+        self._view(len(order))
+        return self
 
-        def grow(t: torch.Tensor) -> torch.Tensor:
-            return F.pad(t, (0, 0, 0, cap - t.shape[2])) if t.shape[2] < cap else t
+    def merge(self, *others: KVCache) -> KVCache:
+        """Appends the rows of `others` in place (returns self), growing the allocation once if
+        needed; positions past a row's length may hold an earlier row's (finite) numbers, never
+        attended."""
+        rows, added = self.rows, sum(o.rows for o in others)
+        cap = max([self.capacity, *(o.capacity for o in others)])
+        if rows + added > self.allocated_rows or cap > self.capacity:
 
-        return KVCache(
-            [torch.cat((grow(a), grow(b))) for a, b in zip(self.keys, other.keys)],
-            [torch.cat((grow(a), grow(b))) for a, b in zip(self.values, other.values)],
-            torch.cat((self.lens, other.lens)),
-        )
+            def grown(t: torch.Tensor) -> torch.Tensor:
+                out = t.new_zeros((rows + added, t.shape[1], cap, t.shape[3]))
+                out[:rows, :, : t.shape[2]] = t[:rows]
+                return out
+
+            self._keys = [grown(k) for k in self._keys]
+            self._values = [grown(v) for v in self._values]
+        at = rows
+        for other in others:
+            for mine, theirs in zip((*self._keys, *self._values), (*other.keys, *other.values)):
+                mine[at : at + other.rows, :, : theirs.shape[2]] = theirs
+            at += other.rows
+        self.lens = torch.cat((self.lens, *(o.lens for o in others)))
+        self._view(at)
+        return self
 
 
 class Attention(nn.Module):

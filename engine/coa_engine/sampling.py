@@ -491,9 +491,8 @@ class Sampler:
         """Runs until no row is left, admitting queued requests between steps.
 
         A row that finishes stays in the batch, decoding a pad from position 0 with its output ignored,
-        until half the rows have finished or new rows join: dropping rows copies every live row's whole
-        cache, which at long contexts costs more than many steps of a finished row (a 32-row `tiny`
-        batch at 1,000 positions is ~330 MB of keys and values, copied once per finishing row before).
+        until half the rows have finished or new rows join: dropping rows moves the last live rows'
+        keys and values into the gaps, and one compaction for several finished rows moves fewer.
         """
         rows: list[Row] = []  # aligned with the cache's rows, finished ones included
         cache: KVCache | None = None
@@ -507,11 +506,11 @@ class Sampler:
                 started = time.perf_counter()
                 if live:
                     self.joins += len(admitted)
-                new_rows, new_cache, new_logits = self._prefill(admitted)
-                if len(live) < len(rows):  # the merge copies the cache anyway: drop finished rows first
+                new_rows, parts, new_logits = self._prefill(admitted)
+                if len(live) < len(rows):  # drop finished rows first: the new ones take their place
                     rows, cache, logits = self._compact(rows, cache, logits, live)
                 rows += new_rows
-                cache = new_cache if cache is None else cache.merge(new_cache)
+                cache = parts[0].merge(*parts[1:]) if cache is None else cache.merge(*parts)
                 logits = torch.cat((logits, new_logits)) if logits.numel() else new_logits
                 live = [i for i, r in enumerate(rows) if r.finish_reason is None]
                 self._track(rows, cache)
@@ -557,14 +556,20 @@ class Sampler:
     def _track(self, rows: list[Row], cache) -> None:
         """Rows decoding and the bytes of their keys and values (and the peak with the prefix cache)."""
         self.rows_in_flight = sum(r.finish_reason is None for r in rows)
-        self.kv_bytes = self._kv_bytes(cache.rows, cache.capacity) if isinstance(cache, KVCache) else 0
+        self.kv_bytes = self._kv_bytes(cache.allocated_rows, cache.capacity) if isinstance(cache, KVCache) else 0
         self.peak_kv_bytes = max(self.peak_kv_bytes, self.kv_bytes + self.prefix_cache.bytes)
 
     def _compact(self, rows: list[Row], cache, per_row: torch.Tensor, keep: list[int]):
-        """Only the rows `keep` (indices), of the row list, the cache and a per-row tensor."""
-        index = torch.tensor(keep, dtype=torch.long, device=per_row.device)
+        """Only the rows `keep` (indices), of the row list, the cache and a per-row tensor. Kept rows
+        before the gaps stay where they are and the last ones fill the gaps, so an in-place cache
+        (`KVCache.compact`) copies only the rows that move."""
+        kept = set(keep)
+        tail = iter(i for i in reversed(keep) if i >= len(keep))
+        order = [j if j in kept else next(tail) for j in range(len(keep))]
+        index = torch.tensor(order, dtype=torch.long, device=per_row.device)
         self.compactions += 1
-        return [rows[i] for i in keep], cache.select(index), per_row.index_select(0, index)
+        shrink = cache.compact if isinstance(cache, KVCache) else cache.select
+        return [rows[i] for i in order], shrink(index), per_row.index_select(0, index)
 
     def _admit(self, active: int, capacity: int) -> list[_Job]:
         """Queued requests, first come first served, while the batch stays within `max_rows` rows and
@@ -625,7 +630,7 @@ class Sampler:
         """Runs each distinct prompt once, in length-sorted chunks, then copies its cache to each of its
         rows: the n samples of a request, and the rows of other requests admitted with it that send the
         same prompt (an RL group's episodes). A prompt sharing a long enough prefix with a cached row
-        prefills only the ids after it."""
+        prefills only the ids after it. Returns the rows, their caches (in row order) and last logits."""
         prompts, rows = [], []
         by_ids: dict[tuple[int, ...], list[Row]] = {}
         for job in jobs:
@@ -638,7 +643,7 @@ class Sampler:
                     by_ids[key] = list(same)
                     prompts.append((prompt, by_ids[key]))
         self.prefilled_prompts += len(prompts)
-        cache, logits = None, []
+        parts, logits = [], []
         if self._caching():
             self.prefix_cache.check_weights(self.decoder.weights_key())
             cold = []
@@ -651,7 +656,7 @@ class Sampler:
                 part, last = self.decoder.extend(prompt, entry.keys, entry.values, start, capacity)
                 index = torch.zeros(len(prompt_rows), dtype=torch.long, device=last.device)
                 part, last = part.select(index), last.index_select(0, index)
-                cache = part if cache is None else cache.merge(part)
+                parts.append(part)
                 logits.append(last)
                 rows += prompt_rows
             prompts = cold
@@ -668,12 +673,12 @@ class Sampler:
             repeat = torch.tensor([len(r) for _, r in chunk])
             index = torch.repeat_interleave(torch.arange(len(chunk)), repeat).to(last.device)
             part, last = part.select(index), last.index_select(0, index)
-            cache = part if cache is None else cache.merge(part)
+            parts.append(part)
             logits.append(last)
             for _, chunk_rows in chunk:
                 rows += chunk_rows
             start = end
-        return rows, cache, torch.cat(logits)
+        return rows, parts, torch.cat(logits)
 
     def _sample_step(self, rows: list[Row], logits: torch.Tensor) -> torch.Tensor:
         device = logits.device

@@ -76,6 +76,32 @@ class ModelTest(unittest.TestCase):
             torch.testing.assert_close(merged.keys[0][0, :, :3], a.keys[0][1, :, :3])
             torch.testing.assert_close(merged.keys[0][1, :, :2], b.keys[0][0, :, :2])
 
+    def test_cache_compact_and_merge_work_in_place(self):
+        """Rows leave by moving the last ones into the gaps and join into the room they left: the
+        allocation is reused, and every kept row keeps its keys, values and length."""
+        model = micro_model()
+        with torch.no_grad():
+            cache = KVCache.empty(model.config, 4, 10, torch.float32)
+            model(torch.tensor([[1, 2, 3], [1, 4, 5], [1, 6, 7], [1, 8, 9]]), cache, torch.tensor([3, 2, 3, 1]))
+            before = [k.clone() for k in cache.keys]
+            storage = cache.keys[0].data_ptr()
+            cache.compact(torch.tensor([0, 3, 2]))  # row 1 left; row 3 moves into its place
+            self.assertEqual(cache.lens.tolist(), [3, 1, 3])
+            for j, source in enumerate([0, 3, 2]):
+                torch.testing.assert_close(cache.keys[1][j], before[1][source])
+            extra = KVCache.empty(model.config, 1, 6, torch.float32)
+            model(torch.tensor([[1, 11]]), extra)
+            cache.merge(extra)
+            self.assertEqual((cache.rows, cache.allocated_rows, cache.capacity), (4, 4, 10))
+            self.assertEqual(cache.keys[0].data_ptr(), storage)
+            self.assertEqual(cache.lens.tolist(), [3, 1, 3, 2])
+            torch.testing.assert_close(cache.values[0][3, :, :2], extra.values[0][0, :, :2])
+            torch.testing.assert_close(cache.keys[1][1], before[1][3])
+            cache.merge(extra)  # past the allocation: it grows to exactly the rows held
+            self.assertEqual((cache.rows, cache.allocated_rows), (5, 5))
+            for j, source in enumerate([0, 3, 2]):
+                torch.testing.assert_close(cache.keys[1][j, :, :3], before[1][source][:, :3])
+
 
 class _no_init:
     """Skips weight initialisation: counting parameters does not need it."""
