@@ -37,6 +37,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="auto: a CUDA GPU when torch sees one (default: $COA_DEVICE, else auto)",
     )
     p.add_argument("--threads", type=int, help="torch intra-op threads (default: the CPUs this process may use)")
+    p.add_argument(
+        "--generation-threads",
+        type=int,
+        help="torch threads while generating (default: --threads minus one, at least one: the client that "
+        "drives generation, an agent runtime and its tools, runs beside it)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed for a fresh model's weights")
     p.add_argument("--max-seq-len", type=int, help="override a preset's context length")
     p.add_argument("--max-batch", type=int, default=64, help="rows decoded together at most")
@@ -76,6 +82,8 @@ def build_worker(args: argparse.Namespace):
         max_rows=args.max_batch,
         kv_cache_mb=args.kv_cache_mb,
         max_queued_rows=args.max_queue,
+        threads=args.threads,
+        generation_threads=args.generation_threads,
     )
 
 
@@ -100,7 +108,9 @@ def main(argv: list[str] | None = None) -> None:
     faulthandler.enable()
     args = parse_args(argv)
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    torch.set_num_threads(args.threads or usable)
+    args.threads = args.threads or usable
+    args.generation_threads = args.generation_threads or max(1, args.threads - 1)
+    torch.set_num_threads(args.threads)
     if args.exit_with_stdin:
         watch_stdin()
     worker = build_worker(args)
@@ -109,6 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     log(
         f"{info['model']}: {info['params'] / 1e6:.2f}M params, context {info['max_model_len']}, "
         f"{info['device']} {info['dtype']}{f' (measured {gflops})' if gflops else ''}, {info['threads']} threads"
+        f"{f' ({g} generating)' if (g := info.get('generation_threads')) else ''}"
     )
     server = EngineServer(worker, args.host, args.port, args.log_requests)
     host, port = server.server_address[:2]

@@ -126,6 +126,13 @@ def sample(logits: torch.Tensor, temperature: torch.Tensor, top_p: torch.Tensor,
     return tokens, logp
 
 
+def pin_threads(threads: int) -> None:
+    """Sets this thread's torch thread count. torch keeps the count per thread, but a thread's first
+    parallel op resets it to the count last set by any thread, so that reset is triggered first."""
+    torch.get_num_threads()
+    torch.set_num_threads(threads)
+
+
 def find_stop(text: bytearray, added: int, stops: list[bytes]) -> tuple[int, int, int] | None:
     """The stop string completed by the last `added` bytes that ends first: (stop index, start, end)."""
     best = None
@@ -139,10 +146,12 @@ def find_stop(text: bytearray, added: int, stops: list[bytes]) -> tuple[int, int
 class ModelGate:
     """Generation batches and exclusive work (training, checkpoints) take turns on the model, so a
     sample never mixes weights from before and after an update. Exclusive work waiting stops new
-    rows from joining the batch; it runs once the batch drains.
+    rows from joining the batch; it runs once the batch drains. `threads`: torch threads of the
+    thread that runs exclusive work (torch keeps the count per thread); None leaves torch's default.
     """
 
-    def __init__(self):
+    def __init__(self, threads: int | None = None):
+        self.threads = threads
         self._cv = threading.Condition()
         self._busy = False
         self._exclusive_waiting = 0
@@ -177,7 +186,12 @@ class ModelGate:
         step came from a fresh thread."""
         with self.exclusive():
             if self._worker is None:
-                self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="model")
+                self._worker = ThreadPoolExecutor(
+                    max_workers=1,
+                    thread_name_prefix="model",
+                    initializer=pin_threads if self.threads else None,
+                    initargs=(self.threads,) if self.threads else (),
+                )
             return self._worker.submit(fn).result()
 
     def exclusive_waiting(self) -> bool:
@@ -383,6 +397,7 @@ class Sampler:
         max_kv_bytes: int | None = None,
         max_queued_rows: int | None = None,
         retry_after: float = 1.0,
+        threads: int | None = None,
     ):
         self.decoder, self.tokenizer, self.gate = decoder, tokenizer, gate
         self.max_rows, self.prefill_tokens = max_rows, prefill_tokens
@@ -391,6 +406,8 @@ class Sampler:
         # At least one full batch, so that a request that fits the batch always fits an empty queue.
         self.max_queued_rows = max(max_rows, 4 * max_rows if max_queued_rows is None else max_queued_rows)
         self.retry_after = retry_after
+        # Torch threads of the sampling thread (kept per thread); None leaves torch's default.
+        self.threads = threads
         self.prefix_cache = PrefixCache(prefix_cache_bytes, prefix_min_tokens)
         self._pending: list[_Job] = []
         self._queued_rows = 0
@@ -471,6 +488,8 @@ class Sampler:
         return rows
 
     def _run(self):
+        if self.threads:
+            pin_threads(self.threads)
         while True:
             with self._cv:
                 self._cv.wait_for(lambda: self._pending or self._closed)

@@ -59,11 +59,14 @@ class Worker:
         prefix_cache_mb: float | None = None,
         kv_cache_mb: float | None = None,
         max_queued_rows: int | None = None,
+        threads: int | None = None,
+        generation_threads: int | None = None,
     ):
         self.device = choose_device(device)
         self.dtype, self.dtype_gflops = choose_dtype(dtype, self.device)
         self.expected_tags = tags
-        self.gate = ModelGate()
+        self.gate = ModelGate(threads)
+        self.generation_threads = generation_threads
         self.started = time.time()
         if checkpoint_dir:
             self._load(checkpoint_dir, max_seq_len)
@@ -86,6 +89,7 @@ class Worker:
             prefix_cache_bytes=int(prefix_cache_mb * 2**20),
             max_kv_bytes=int(kv_cache_mb * 2**20),
             max_queued_rows=max_queued_rows,
+            threads=generation_threads,
         )
 
     @staticmethod
@@ -131,7 +135,10 @@ class Worker:
             "device": self.device,
             "dtype": self.dtype,
             "matmul_gflops": {k: round(v, 1) for k, v in self.dtype_gflops.items()},
-            "threads": torch.get_num_threads(),
+            # Per thread in torch: the handler's own count says nothing; these are what the model
+            # thread (training, scoring) and the sampler were given.
+            "threads": self.gate.threads or torch.get_num_threads(),
+            "generation_threads": self.generation_threads or torch.get_num_threads(),
             "torch": torch.__version__,
             "pid": os.getpid(),
             "checkpoint": self.checkpoint_dir,

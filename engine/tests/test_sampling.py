@@ -49,6 +49,24 @@ class SampleTest(unittest.TestCase):
         self.assertEqual(find_stop(text, 4, [b"</answer>", b"zz"]), (0, 3, 12))
 
 
+class ThreadsTest(unittest.TestCase):
+    def test_generation_and_exclusive_work_run_with_their_own_thread_counts(self):
+        """torch keeps its thread count per thread: the sampler's thread generates with its count, the
+        model thread trains with the gate's, whatever the other set last."""
+        gate = ModelGate(threads=2)
+        sampler = Sampler(CachedDecoder(micro_model(), "fp32"), TOKENIZER, gate, threads=1)
+        seen = []
+        decode = sampler.decoder.decode
+        sampler.decoder.decode = lambda cache, ids: (seen.append(torch.get_num_threads()), decode(cache, ids))[1]
+        try:
+            self.assertEqual(gate.run(torch.get_num_threads), 2)
+            sampler.generate([[1, 70]], SamplingParams(max_tokens=3, temperature=0.0))
+            self.assertEqual(gate.run(torch.get_num_threads), 2)
+        finally:
+            sampler.close()
+        self.assertEqual(set(seen), {1})
+
+
 class SamplerTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

@@ -111,7 +111,9 @@ export const EngineInfo = z.object({
   dtype: z.string(),
   /** Matmul speed measured at start-up per dtype, which decided `dtype`. */
   matmul_gflops: z.record(z.string(), z.number()),
+  /** torch threads of training and scoring, and of generation (fewer: the client runs beside it). */
   threads: z.number().int(),
+  generation_threads: z.number().int().optional(),
   torch: z.string(),
   checkpoint: z.string().nullable(),
   step: z.number().int(),

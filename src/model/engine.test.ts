@@ -4,7 +4,7 @@ import path from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tagTokens } from "../protocol/index.js";
-import { BYTE_TOKENIZER_NAME, ByteTokenizer } from "./byte-tokenizer.js";
+import { BYTE_TOKENIZER_NAME, ByteTokenizer, EOS_ID } from "./byte-tokenizer.js";
 import { Engine } from "./engine.js";
 import { readCheckpointManifest } from "./engine-checkpoint.js";
 import { ModelHttpError } from "./errors.js";
@@ -115,8 +115,11 @@ describe("Engine (micro preset)", () => {
     expect(first.text).toBe(text.slice(0, text.indexOf(stop) + stop.length));
     expect(first.tokenIds).toEqual(free.choices[0]!.tokenIds.slice(0, first.tokenIds.length));
     expect(tokenizer.decode(first.tokenIds)).toBe(first.text);
-    for (const c of stopped.choices)
-      expect(c.finishReason === "length" || c.text.endsWith(c.stopSequence ?? "\u0000")).toBe(true);
+    // Every sample ends on a stop string (kept), the end-of-sequence token, or its length.
+    for (const c of stopped.choices) {
+      if (c.stopSequence !== null) expect(c.text.endsWith(c.stopSequence)).toBe(true);
+      else expect(c.finishReason === "length" || c.tokenIds.at(-1) === EOS_ID).toBe(true);
+    }
   });
 
   it("returns logprobs that a forward pass reproduces within 1e-4", async () => {

@@ -23,6 +23,10 @@ export function register(program: Command): void {
     .option("--dtype <dtype>", "auto|fp32|bf16 (auto times both at start)", "auto")
     .option("--device <device>", "auto|cpu|cuda (auto: a CUDA GPU when torch sees one; or $COA_DEVICE)")
     .option("--threads <n>", "torch threads (default: all CPUs)")
+    .option(
+      "--generation-threads <n>",
+      "torch threads while generating (default: --threads minus one, at least 1)",
+    )
     .option("--log-requests", "log every request")
     .action(async (opts: ServeOptions) => {
       const served = await serve(opts);
@@ -70,7 +74,15 @@ interface ServeOptions {
   dtype: string;
   device?: string;
   threads?: string;
+  generationThreads?: string;
   logRequests?: boolean;
+}
+
+function threadCount(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!(Number.isInteger(n) && n > 0)) throw new Error(`${flag} must be a positive integer, got ${value}`);
+  return n;
 }
 
 /** Starts the engine and resolves `stopped` once SIGINT or SIGTERM has shut it down. */
@@ -87,11 +99,17 @@ async function serve(opts: ServeOptions): Promise<{ engine: Engine; stopped: Pro
   const device = opts.device;
   if (device !== undefined && device !== "auto" && device !== "cpu" && device !== "cuda")
     throw new Error(`--device must be auto, cpu or cuda, got ${device}`);
-  const threads = opts.threads === undefined ? undefined : Number(opts.threads);
-  if (threads !== undefined && !(Number.isInteger(threads) && threads > 0))
-    throw new Error(`--threads must be a positive integer, got ${opts.threads}`);
+  const threads = threadCount(opts.threads, "--threads");
+  const generationThreads = threadCount(opts.generationThreads, "--generation-threads");
   const source: EngineSource = opts.checkpoint ? { checkpoint: opts.checkpoint } : { preset: preset.data };
-  const engine = await Engine.start(source, { port, dtype, device, threads, logRequests: opts.logRequests });
+  const engine = await Engine.start(source, {
+    port,
+    dtype,
+    device,
+    threads,
+    generationThreads,
+    logRequests: opts.logRequests,
+  });
   const stopped = new Promise<void>((resolve) => {
     const stop = () => {
       process.off("SIGINT", stop);
