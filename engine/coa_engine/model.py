@@ -280,9 +280,14 @@ class Transformer(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
     def forward(
-        self, ids: torch.Tensor, cache: KVCache | None = None, lengths: torch.Tensor | None = None
+        self,
+        ids: torch.Tensor,
+        cache: KVCache | None = None,
+        lengths: torch.Tensor | None = None,
+        at: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Logits for every position of `ids` [B, T], positions 0..T-1.
+        """Logits for every position of `ids` [B, T], positions 0..T-1; with `at` (a bool mask [B, T]),
+        only for the positions it marks, [N, V] in row-major order.
 
         With `cache`, also stores keys and values; rows right-padded to T keep `lengths[b]` positions
         (the padding's entries are overwritten by the tokens decoded next, and never attended to).
@@ -302,7 +307,7 @@ class Transformer(nn.Module):
             cache.lens = (
                 lengths if lengths is not None else torch.full((ids.shape[0],), t, dtype=torch.long, device=ids.device)
             )
-        return self.logits(x)
+        return self.logits(x if at is None else x[at])
 
     def extend(self, ids: torch.Tensor, cache: KVCache, start: int) -> torch.Tensor:
         """Logits [B, T, V] for `ids` [B, T] at positions start..start+T-1, attending to the `start`

@@ -83,14 +83,18 @@ def padded(rows: list[list], fill, device: torch.device | str = "cpu") -> torch.
     return torch.tensor([list(r) + [fill] * (width - len(r)) for r in rows], dtype=dtype, device=device)
 
 
-def target_logprobs(model, ids: torch.Tensor, temperature: float, dtype: str):
-    """Logprob of ids[:, 1:] given their prefixes, and the log-distributions they come from."""
+def target_logprobs(model, ids: torch.Tensor, temperature: float, dtype: str, at: torch.Tensor | None = None):
+    """Logprob of ids[:, 1:] given their prefixes, and the log-distributions they come from. With
+    `at` (a bool mask over ids[:, 1:]), only for the targets it marks, flattened ([N] and [N, V]):
+    a loss over the model's own tokens then skips the vocabulary projection and softmax of every
+    prompt, observation and pad position (most of a trajectory's)."""
     with autocast(dtype, ids.device.type):
-        logits = model(ids[:, :-1])
+        logits = model(ids[:, :-1], at=at)
     logits = logits.float()
     # Dividing by 1 changes no bit but costs a pass over [rows, length, vocab] and its backward.
     logp = F.log_softmax(logits if temperature == 1 else logits / temperature, dim=-1)
-    return logp.gather(-1, ids[:, 1:, None])[..., 0], logp
+    targets = ids[:, 1:] if at is None else ids[:, 1:][at]
+    return logp.gather(-1, targets[..., None])[..., 0], logp
 
 
 class Trainer:
@@ -136,8 +140,9 @@ class Trainer:
 
         def loss_fn(part: list[Sequence], ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
             nonlocal loss_sum
-            lp, _ = target_logprobs(self.model, ids, 1.0, self.dtype)
-            loss = -(lp * mask).sum() / total
+            on = mask > 0
+            lp, _ = target_logprobs(self.model, ids, 1.0, self.dtype, on)
+            loss = -(lp * mask[on]).sum() / total
             loss_sum += float(loss.detach())
             return loss
 
@@ -150,8 +155,9 @@ class Trainer:
         loss_sum = 0.0
         self.model.eval()
         for part, ids, mask in self._parts(seqs, micro_batch_tokens):
-            lp, _ = target_logprobs(self.model, ids, 1.0, self.dtype)
-            loss_sum += float(-(lp * mask).sum() / total)
+            on = mask > 0
+            lp, _ = target_logprobs(self.model, ids, 1.0, self.dtype, on)
+            loss_sum += float(-(lp * mask[on]).sum() / total)
         return {"loss": loss_sum, "tokens": total}
 
     def policy(
@@ -167,34 +173,34 @@ class Trainer:
         sums = dict(loss=0.0, pg_loss=0.0, kl=0.0, approx_kl=0.0, clip_frac=0.0, entropy=0.0)
 
         def loss_fn(part: list[Sequence], ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-            lp, logp = target_logprobs(self.model, ids, params.temperature, self.dtype)
+            # Only the masked tokens (the model's own) are computed: every tensor below is [N].
             on = mask > 0
-            # Values off the mask are ignored; replacing them keeps a stray inf from becoming nan.
-            adv = torch.where(on, padded([s.advantages[1:] for s in part], 0.0, self.device), torch.zeros_like(lp))
+            lp, logp = target_logprobs(self.model, ids, params.temperature, self.dtype, on)
+            adv = padded([s.advantages[1:] for s in part], 0.0, self.device)[on]
             old = lp.detach()
             if part[0].old_logprobs is not None:
-                old = torch.where(on, padded([s.old_logprobs[1:] for s in part], 0.0, self.device), old)
+                old = padded([s.old_logprobs[1:] for s in part], 0.0, self.device)[on]
             if params.agg == "token-mean":
-                weight = mask / total
+                weight = mask[on] / total
             else:
-                weight = mask / (mask.sum(1, keepdim=True).clamp(min=1) * len(seqs))
+                weight = (mask / (mask.sum(1, keepdim=True).clamp(min=1) * len(seqs)))[on]
             ratio = torch.exp(lp - old)
             surrogate = -adv * ratio
             clipped = -adv * ratio.clamp(1 - params.clip_low, 1 + params.clip_high)
             per_token = torch.maximum(surrogate, clipped)
             sums["pg_loss"] += float((per_token * weight).sum())
             if params.kl_coef > 0:
-                ref = torch.where(on, self._reference_logprobs(part, ids, params.temperature), lp.detach())
+                ref = self._reference_logprobs(part, ids, params.temperature, on)
                 kl = torch.exp(ref - lp) - (ref - lp) - 1  # k3: unbiased, never negative
                 per_token = per_token + params.kl_coef * kl
-                sums["kl"] += float((kl.detach() * mask).sum() / total)
+                sums["kl"] += float((kl.detach() * mask[on]).sum() / total)
             loss = (per_token * weight).sum()
             with torch.no_grad():
                 sums["loss"] += float(loss)
                 d = old - lp
-                sums["approx_kl"] += float(((torch.exp(d) - d - 1) * mask).sum() / total)
-                sums["clip_frac"] += float(((clipped > surrogate).float() * mask).sum() / total)
-                sums["entropy"] += float((-(logp.exp() * logp).sum(-1) * mask).sum() / total)
+                sums["approx_kl"] += float(((torch.exp(d) - d - 1) * mask[on]).sum() / total)
+                sums["clip_frac"] += float(((clipped > surrogate).float() * mask[on]).sum() / total)
+                sums["entropy"] += float((-(logp.exp() * logp).sum(-1) * mask[on]).sum() / total)
             return loss
 
         for s in seqs:
@@ -217,11 +223,13 @@ class Trainer:
                 out[i] = lp[row, : len(seqs[i]) - 1].tolist()
         return out
 
-    def _reference_logprobs(self, part: list[Sequence], ids: torch.Tensor, temperature: float) -> torch.Tensor:
+    def _reference_logprobs(
+        self, part: list[Sequence], ids: torch.Tensor, temperature: float, on: torch.Tensor
+    ) -> torch.Tensor:
         if all(s.ref_logprobs is not None for s in part):
-            return padded([s.ref_logprobs[1:] for s in part], 0.0, self.device)
+            return padded([s.ref_logprobs[1:] for s in part], 0.0, self.device)[on]
         with torch.no_grad():
-            return target_logprobs(self.reference, ids, temperature, self.dtype)[0]
+            return target_logprobs(self.reference, ids, temperature, self.dtype, on)[0]
 
     @staticmethod
     def _count_targets(seqs: list[Sequence]) -> int:

@@ -31,6 +31,20 @@ class TrainTest(unittest.TestCase):
         self.assertTrue(torch.all(grad_per_position[mask[0] == 0] == 0))
         self.assertTrue(torch.all(grad_per_position[mask[0] == 1] > 0))
 
+    def test_logprobs_of_marked_targets_equal_those_of_the_whole_sequence(self):
+        """Losses compute the vocabulary only where the mask marks a target: the same numbers as the
+        whole sequence's, taken at those positions."""
+        model = micro_model()
+        ids = torch.tensor([[1, 40, 41, 42, 43, 44, 45, 46], [1, 50, 51, 52, 0, 0, 0, 0]])
+        on = torch.tensor([[0, 1, 1, 0, 1, 0, 1], [1, 0, 1, 0, 0, 0, 0]], dtype=torch.bool)
+        with torch.no_grad():
+            for temperature in (1.0, 0.7):
+                whole, whole_logp = target_logprobs(model, ids, temperature, "fp32")
+                marked, marked_logp = target_logprobs(model, ids, temperature, "fp32", on)
+                self.assertEqual(marked.shape, (int(on.sum()),))
+                torch.testing.assert_close(marked, whole[on], atol=1e-6, rtol=0)
+                torch.testing.assert_close(marked_logp, whole_logp[on], atol=1e-6, rtol=0)
+
     def test_tokens_after_the_last_target_do_not_change_the_update(self):
         a, b = micro_model(), micro_model()
         base = [1, 40, 41, 42, 43]
