@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Command } from "commander";
@@ -45,6 +45,24 @@ describe("demo stages", () => {
     expect(micro.rollout).toMatchObject({ temperature: 1, concurrency: 32, maxResponseTokens: 2048 - 640 });
     const defaults = RlConfig.parse({ tasks: "world", out: "rl" });
     expect(rl(DEMO_PRESETS.full).update).toEqual(defaults.update);
+  });
+
+  it("sample SFT and RL at the RL temperature, k per task, when the preset measures RL's gain so", () => {
+    const sampled = (p: (typeof DEMO_PRESETS)["default"]) =>
+      demoStages(p, "runs/demo").filter((s) => s.name.endsWith("-sampled"));
+    expect(sampled(DEMO_PRESETS.quick)).toEqual([]);
+    const stages = sampled(DEMO_PRESETS.default);
+    expect(stages.map((s) => [s.name, s.dir])).toEqual([
+      ["eval-sft-sampled", "eval-sft-sampled"],
+      ["eval-rl-sampled", "eval-rl-sampled"],
+    ]);
+    for (const [i, model] of ["sft", "rl"].entries())
+      expect(stages[i]!.command.flags).toMatchObject({
+        model: `engine:${path.join("runs/demo", model, "last")}`,
+        k: 4,
+        temperature: 1,
+        limit: 200,
+      });
   });
 });
 
@@ -190,6 +208,33 @@ describe("demo report", () => {
       /\*\*\+75\.0 points\*\* \(95% CI \+5\d\.\d to \+9\d\.\d points\); the interval excludes 0/,
     );
     expect(markdown).toContain("with the interval above 0: reached.");
+
+    // Where the demo also sampled both models at the RL temperature, RL's gain is read from those.
+    const sampled = (scores: number[]) => {
+      const s = evalSummary(0);
+      return {
+        ...s,
+        success: { ...s.success, k: 4 },
+        taskScores: Object.fromEntries(tasks.map((t, i) => [t, scores[i % 2]])),
+      };
+    };
+    for (const [dir, s] of [
+      ["eval-sft-sampled", sampled([0.25, 0.5])],
+      ["eval-rl-sampled", sampled([0.5, 0.5])],
+    ] as const) {
+      await mkdir(path.join(out, dir));
+      await writeFile(path.join(out, dir, "summary.json"), JSON.stringify(s));
+    }
+    const fromSampled = (await writeDemoReport(out, DEMO_PRESETS.default, [])).markdown;
+    expect(fromSampled).toContain("AFM-RL beats AFM-SFT on test success");
+    expect(fromSampled).toContain(
+      "RL's paired gain over SFT (avg@4 per task sampled at temperature 1, on the same 20 test tasks): **+12.5 points**",
+    );
+    expect(fromSampled).toContain("| AFM-RL, avg@4 at temperature 1 | 0.0% |");
+    expect(fromSampled).toContain("with the interval above 0: reached.");
+
+    for (const dir of ["eval-sft-sampled", "eval-rl-sampled"])
+      await rm(path.join(out, dir), { recursive: true });
 
     const { byKind: _k, taskScores: _s, copy: _c, ...old } = sft;
     await writeFile(path.join(out, "eval-sft", "summary.json"), JSON.stringify(old));

@@ -80,6 +80,12 @@ export const DemoPreset = z.object({
   evalK: z.number().int().positive(),
   /** Sampling temperature of the evaluation; 0 (greedy) shows what a model knows when k is 1. */
   evalTemperature: z.number().min(0),
+  /**
+   * Samples per test task of a second evaluation of SFT and RL at the RL temperature, which RL's
+   * paired gain is measured on (RL sharpens what the policy samples; the greedy answer barely
+   * moves, docs/learning.md). Absent: the gain is read from the main evaluation.
+   */
+  rlEvalK: z.number().int().min(1).optional(),
   maxTurns: z.number().int().positive(),
   /** Tokens per model call in RL and evaluation: a teacher turn is under 250, a looping model is cut short. */
   maxTokensPerTurn: z.number().int().positive(),
@@ -190,7 +196,7 @@ export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
     sftBatchTokens: 8192,
     distillMaxTokens: 8192,
     sftMaxLength: 2048,
-    rlSteps: 12,
+    rlSteps: 20,
     rlGroupSize: 8,
     rlBatchTasks: 4,
     ...MICRO_RL,
@@ -200,6 +206,7 @@ export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
     evalTasks: 200,
     evalK: 1,
     evalTemperature: 0,
+    rlEvalK: 4,
     maxTurns: 8,
     maxTokensPerTurn: 512,
     estimateMinutes: 30,

@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import type { z } from "zod";
 import { TOKENIZER_FILE } from "../../model/index.js";
 import { parseSeeds, worldDirName } from "../../tasks/index.js";
-import { LAST_LINK } from "../../train/index.js";
+import { LAST_LINK, RolloutConfig } from "../../train/index.js";
 import { ARTIFACTS } from "../artifacts.js";
 import { type CoaCommand, coaCommand, commandArgs, type FlagValues } from "../command-args.js";
 import { DistillFlags } from "../commands/distill.js";
@@ -22,6 +22,14 @@ const PROMPT_ROOM = 640;
 /** Folders of the unseen test world and of the training worlds in a demo folder. */
 const TEST_WORLD_DIR = "world";
 const TRAIN_WORLDS_DIR = "worlds";
+
+/** Folders of the evaluations sampled at the RL temperature (`rlEvalK`), which RL's gain is read from. */
+export const SAMPLED_EVAL_DIRS = { sft: "eval-sft-sampled", rl: "eval-rl-sampled" } as const;
+
+/** The temperature RL samples its rollouts at (the preset's, else RlConfig's default). */
+export function demoRlTemperature(p: DemoPreset): number {
+  return p.rlTemperature ?? RolloutConfig.parse({}).temperature;
+}
 
 /**
  * The file `coa train rl --config` reads in the demo: episodes as long as evaluation's, filling the
@@ -61,6 +69,19 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
   const studentTokenizer = path.join(at("data"), TOKENIZER_FILE);
   const evaluate = (model: string, dir: string) =>
     demoEvalCommand(p, out, { model: at(model), out: at(dir), k: p.evalK, temperature: p.evalTemperature });
+  // RL's gain, on the policy it trained: both models sampled at the RL temperature, k per task.
+  const sampledEvals = (k: number) =>
+    (["sft", "rl"] as const).map((model) => ({
+      name: `eval-${model}-sampled`,
+      title: `evaluate AFM-${model.toUpperCase()} sampled at the RL temperature, ${k} per task`,
+      dir: SAMPLED_EVAL_DIRS[model],
+      command: demoEvalCommand(p, out, {
+        model: at(`${model}/${LAST_LINK}`),
+        out: at(SAMPLED_EVAL_DIRS[model]),
+        k,
+        temperature: demoRlTemperature(p),
+      }),
+    }));
   const worldFlags = { size: p.worldSize, maxHops: p.maxHops } satisfies FlagValues<
     typeof WorldGenerateFlags
   >;
@@ -192,6 +213,7 @@ export function demoStages(p: DemoPreset, out: string): DemoStage[] {
       dir: "eval-rl",
       command: evaluate(`rl/${LAST_LINK}`, "eval-rl"),
     },
+    ...(p.rlEvalK ? sampledEvals(p.rlEvalK) : []),
   ];
   if (p.base !== "pretrain") return stages;
   const pretrainWorlds = {
