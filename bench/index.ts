@@ -4,6 +4,7 @@ import os from "node:os";
 import * as demo from "./demo.js";
 import * as distill from "./distill.js";
 import * as engine from "./engine.js";
+import * as onnx from "./onnx.js";
 import * as protocol from "./protocol.js";
 import * as rewards from "./rewards.js";
 import * as rl from "./rl.js";
@@ -20,6 +21,7 @@ const benches: Bench[] = [
   { name: "demo", run: demo.run },
   { name: "distill", run: distill.run },
   { name: "engine", run: engine.run },
+  { name: "onnx", run: onnx.run },
   { name: "protocol", run: protocol.run },
   { name: "rewards", run: rewards.run },
   { name: "rl", run: rl.run },

@@ -41,7 +41,7 @@ describe("demo stages", () => {
     const rl = (preset: (typeof DEMO_PRESETS)["default"]) =>
       RlConfig.parse({ ...demoRlConfig(preset, 2048), tasks: "world", out: "rl" });
     const micro = rl(DEMO_PRESETS.default);
-    expect(micro.update).toMatchObject({ lr: 5e-5, clipHigh: 0.2, clipLow: 0.2 });
+    expect(micro.update).toMatchObject({ lr: 1e-4, clipHigh: 0.2, clipLow: 0.2 });
     expect(micro.rollout).toMatchObject({ temperature: 1, concurrency: 32, maxResponseTokens: 2048 - 640 });
     const defaults = RlConfig.parse({ tasks: "world", out: "rl" });
     expect(rl(DEMO_PRESETS.full).update).toEqual(defaults.update);
@@ -164,6 +164,11 @@ describe("demo report", () => {
     expect(markdown).toContain("AFM-RL does **not** beat AFM-SFT");
     expect(markdown).toContain(
       "RL rollouts solved 0 of 8 episodes over 1 step; GRPO learns only from groups whose rewards differ (0 of 4 groups), so it made no update at all. AFM-RL solved 1 of 1 test episodes, answering `geologist`; with so few, check the examples below",
+    );
+    const learned = { success: 0.5, samples: 8, groups_kept: 3, groups_drawn: 4 };
+    await writeFile(path.join(out, "rl", "metrics.jsonl"), `${JSON.stringify({ step: 1, ...learned })}\n`);
+    expect((await writeDemoReport(out, DEMO_PRESETS.quick, [])).markdown).toContain(
+      "(3 of 4 groups), so it had signal to learn from, yet test success did not move beyond noise.",
     );
     expect(markdown).toContain(
       "AFM-RL vs the teacher MAS: 80.0% fewer as billed (target ≥ 80%; the paper reports 84.6%); 76.0% fewer when both sides reuse a prefix cache.",

@@ -194,7 +194,15 @@ async function rlSignal(runDir: string): Promise<string> {
   const samples = steps.reduce((n, s) => n + s.samples, 0);
   const kept = steps.reduce((n, s) => n + s.groups_kept, 0);
   const drawn = steps.reduce((n, s) => n + s.groups_drawn, 0);
-  return ` RL rollouts solved ${solved} of ${samples} episodes over ${steps.length} step${steps.length === 1 ? "" : "s"}; GRPO learns only from groups whose rewards differ (${kept} of ${drawn} groups), so ${kept === 0 ? "it made no update at all" : solved ? "its signal was thin" : "it had no success to reinforce, only penalties"}.`;
+  const why =
+    kept === 0
+      ? "it made no update at all"
+      : !solved
+        ? "it had no success to reinforce, only penalties"
+        : 2 * kept < drawn
+          ? "its signal was thin"
+          : "it had signal to learn from, yet test success did not move beyond noise";
+  return ` RL rollouts solved ${solved} of ${samples} episodes over ${steps.length} step${steps.length === 1 ? "" : "s"}; GRPO learns only from groups whose rewards differ (${kept} of ${drawn} groups), so ${why}.`;
 }
 
 export interface StageTiming {
