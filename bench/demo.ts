@@ -6,8 +6,13 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ARTIFACTS, readArtifact, readRecords } from "../src/cli/artifacts.js";
-import { RL_GAIN_TARGET, reachesRlGainTarget, readSampledEvals } from "../src/cli/demo/report.js";
-import { type EvalSummaryFile, pairedDifference } from "../src/eval/index.js";
+import {
+  RL_GAIN_TARGET,
+  reachesRlGainTarget,
+  readSampledEvals,
+  rlPairedGain,
+} from "../src/cli/demo/report.js";
+import type { EvalSummaryFile } from "../src/eval/index.js";
 import { pct as percent } from "../src/util/index.js";
 import { runCoa } from "./coa-process.js";
 
@@ -19,8 +24,8 @@ export const TARGETS: Record<string, { sft: number; rlGain: number | null; minut
 
 /** RL's paired gain over SFT (avg@k per task on the same tasks) and the line that prints it. */
 export function rlGain(sft: EvalSummaryFile, rl: EvalSummaryFile) {
-  if (!sft.taskScores || !rl.taskScores) return null;
-  const gain = pairedDifference(rl.taskScores, sft.taskScores);
+  const gain = rlPairedGain(sft, rl);
+  if (!gain) return null;
   const points = (x: number | null) => (x === null ? "–" : (100 * x).toFixed(1));
   return {
     ...gain,

@@ -106,6 +106,10 @@ class HFState:
         past = tuple((k.index_select(0, index), v.index_select(0, index)) for k, v in self.past)
         return HFState(past, self.mask.index_select(0, index), self.next_pos.index_select(0, index))
 
+    def compact(self, index: torch.Tensor) -> HFState:
+        """The rows `index`, in that order (the sampler's compaction; a left-padded cache is rebuilt)."""
+        return self.select(index)
+
     def merge(self, *others: HFState) -> HFState:
         states = (self, *others)
         width = max(s.mask.shape[1] for s in states)

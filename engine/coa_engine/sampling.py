@@ -581,14 +581,13 @@ class Sampler:
     def _compact(self, rows: list[Row], cache, per_row: torch.Tensor, keep: list[int]):
         """Only the rows `keep` (indices), of the row list, the cache and a per-row tensor. Kept rows
         before the gaps stay where they are and the last ones fill the gaps, so an in-place cache
-        (`KVCache.compact`) copies only the rows that move."""
+        (`KVCache.compact`) copies only the rows that move; `HFState.compact` rebuilds its rows."""
         kept = set(keep)
         tail = iter(i for i in reversed(keep) if i >= len(keep))
         order = [j if j in kept else next(tail) for j in range(len(keep))]
         index = torch.tensor(order, dtype=torch.long, device=per_row.device)
         self.compactions += 1
-        shrink = cache.compact if isinstance(cache, KVCache) else cache.select
-        return [rows[i] for i in order], shrink(index), per_row.index_select(0, index)
+        return [rows[i] for i in order], cache.compact(index), per_row.index_select(0, index)
 
     def _admit(self, active: int, capacity: int) -> list[_Job]:
         """Queued requests, first come first served, while the batch stays within `max_rows` rows and

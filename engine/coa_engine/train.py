@@ -176,12 +176,13 @@ class Trainer:
             # Only the masked tokens (the model's own) are computed: every tensor below is [N].
             on = mask > 0
             lp, logp = target_logprobs(self.model, ids, params.temperature, self.dtype, on)
+            marked = mask[on]
             adv = padded([s.advantages[1:] for s in part], 0.0, self.device)[on]
             old = lp.detach()
             if part[0].old_logprobs is not None:
                 old = padded([s.old_logprobs[1:] for s in part], 0.0, self.device)[on]
             if params.agg == "token-mean":
-                weight = mask[on] / total
+                weight = marked / total
             else:
                 weight = (mask / (mask.sum(1, keepdim=True).clamp(min=1) * len(seqs)))[on]
             ratio = torch.exp(lp - old)
@@ -193,14 +194,14 @@ class Trainer:
                 ref = self._reference_logprobs(part, ids, params.temperature, on)
                 kl = torch.exp(ref - lp) - (ref - lp) - 1  # k3: unbiased, never negative
                 per_token = per_token + params.kl_coef * kl
-                sums["kl"] += float((kl.detach() * mask[on]).sum() / total)
+                sums["kl"] += float((kl.detach() * marked).sum() / total)
             loss = (per_token * weight).sum()
             with torch.no_grad():
                 sums["loss"] += float(loss)
                 d = old - lp
-                sums["approx_kl"] += float(((torch.exp(d) - d - 1) * mask[on]).sum() / total)
-                sums["clip_frac"] += float(((clipped > surrogate).float() * mask[on]).sum() / total)
-                sums["entropy"] += float((-(logp.exp() * logp).sum(-1) * mask[on]).sum() / total)
+                sums["approx_kl"] += float(((torch.exp(d) - d - 1) * marked).sum() / total)
+                sums["clip_frac"] += float(((clipped > surrogate).float() * marked).sum() / total)
+                sums["entropy"] += float((-(logp.exp() * logp).sum(-1) * marked).sum() / total)
             return loss
 
         for s in seqs:

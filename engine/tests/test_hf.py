@@ -19,6 +19,9 @@ class HFStateTest(unittest.TestCase):
         self.assertEqual(merged.mask[:, :2].tolist(), [[0, 0], [1, 1], [1, 1], [0, 0]])
         self.assertEqual(merged.next_pos.tolist(), [3, 5, 5, 3])
         self.assertEqual(merged.past[0][1][3, 0, :, 0].tolist(), [0, 0, 3, 3, 3])
+        kept = merged.compact(torch.tensor([3, 1]))  # the sampler's compaction: rows in the order given
+        self.assertEqual(kept.next_pos.tolist(), [3, 5])
+        self.assertEqual(kept.past[0][0][:, 0, -1, 0].tolist(), [3, 2])
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ import {
   type CopyRate,
   type CostSummary,
   costSummary,
+  type EvalSummaryFile,
   type EvalTrajectory,
   masTraceCost,
   type PairedDifference,
@@ -103,6 +104,11 @@ export const RL_GAIN_TARGET = 0.05;
 /** Whether a paired gain reaches the target with its whole 95% interval above 0 (not by noise). */
 export function reachesRlGainTarget(d: Pick<PairedDifference, "mean" | "low">): boolean {
   return d.mean !== null && d.low !== null && d.low > 0 && d.mean >= RL_GAIN_TARGET;
+}
+
+/** RL's gain over SFT paired per task; null when a summary predates per-task scores. */
+export function rlPairedGain(sft: EvalSummaryFile, rl: EvalSummaryFile): PairedDifference | null {
+  return sft.taskScores && rl.taskScores ? pairedDifference(rl.taskScores, sft.taskScores) : null;
 }
 
 /**
@@ -262,8 +268,9 @@ export async function writeDemoReport(
   );
   const sft = await readArtifact(at("eval-sft"), ARTIFACTS.evalSummary);
   const rl = await readArtifact(at("eval-rl"), ARTIFACTS.evalSummary);
-  const gain = sft.taskScores && rl.taskScores ? pairedDifference(rl.taskScores, sft.taskScores) : null;
+  const gain = rlPairedGain(sft, rl);
   const sampled = await readSampledEvals(out);
+  const rlTemperature = demoRlTemperature(preset);
   const rlEpisodes = await readRecords(at("eval-rl"), ARTIFACTS.evalTrajectories);
   const rows: SystemRow[] = [
     { name: "Teacher MAS (expert driver)", ...teacher, formatErrorRate: null },
@@ -282,7 +289,7 @@ export async function writeDemoReport(
     },
     ...(sampled
       ? (["sft", "rl"] as const).map((m) => ({
-          name: `AFM-${m.toUpperCase()}, avg@${sampled[m].success.k} at temperature ${demoRlTemperature(preset)}`,
+          name: `AFM-${m.toUpperCase()}, avg@${sampled[m].success.k} at temperature ${rlTemperature}`,
           success: sampled[m].success.avgK,
           cost: sampled[m].cost,
           formatErrorRate: sampled[m].formatErrorRate,
@@ -317,11 +324,11 @@ export async function writeDemoReport(
       : `AFM-RL does **not** beat AFM-SFT on test success here (${pct(rl.success.pass1)} vs ${pct(sft.success.pass1)}).${await rlSignal(at("rl"))}`) +
       fewSolved(rlEpisodes, "AFM-RL"),
   );
-  if (sampled) {
-    const { sft: s, rl: r } = sampled;
-    const d = s.taskScores && r.taskScores ? pairedDifference(r.taskScores, s.taskScores) : null;
-    findings.push(pairedGain(d, s.success.k, demoRlTemperature(preset)));
-  } else findings.push(pairedGain(gain, sft.success.k, null));
+  findings.push(
+    sampled
+      ? pairedGain(rlPairedGain(sampled.sft, sampled.rl), sampled.sft.success.k, rlTemperature)
+      : pairedGain(gain, sft.success.k, null),
+  );
   const best = [rl, sft].find((s) => s.cost.billedTokensPerSolvedTask !== null);
   if (best) {
     const name = best === rl ? "AFM-RL" : "AFM-SFT";
