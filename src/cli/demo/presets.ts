@@ -69,6 +69,8 @@ export const DemoPreset = z.object({
   rlLr: z.number().positive().optional(),
   rlTemperature: z.number().positive().optional(),
   rlClipHigh: z.number().min(0).optional(),
+  /** RL's scale of negative advantages (UpdateConfig.negativeScale); absent: 1, GRPO's symmetric update. */
+  rlNegativeScale: z.number().min(0).max(1).optional(),
   /** Episodes in flight during RL rollouts and evaluation. */
   concurrency: z.number().int().positive(),
   /** Search results per call, for the teacher and the model alike: fewer hits, shorter contexts. */

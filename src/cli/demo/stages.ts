@@ -45,7 +45,7 @@ export function demoRlConfig(p: DemoPreset, context: number): z.input<typeof ART
       maxResponseTokens: context - PROMPT_ROOM,
       temperature: p.rlTemperature,
     },
-    update: { lr: p.rlLr, clipHigh: p.rlClipHigh },
+    update: { lr: p.rlLr, clipHigh: p.rlClipHigh, negativeScale: p.rlNegativeScale },
   };
 }
 

@@ -14,6 +14,17 @@ describe("groupAdvantages", () => {
     expect(groupAdvantages([1, 0, 0, 0], { normalizeStd: false })).toEqual([0.75, -0.25, -0.25, -0.25]);
   });
 
+  it("scales only the negative advantages by negativeScale", () => {
+    const full = groupAdvantages([1, 0, 0, 0], { normalizeStd: true });
+    const leaning = groupAdvantages([1, 0, 0, 0], { normalizeStd: true, negativeScale: 0.5 });
+    expect(leaning[0]).toBeCloseTo(full[0]);
+    for (const i of [1, 2, 3]) expect(leaning[i]).toBeCloseTo(full[i] / 2);
+    // At 0 a failed sample is not pushed down at all: only the success moves.
+    const [up, down] = groupAdvantages([1, 0], { normalizeStd: false, negativeScale: 0 });
+    expect(up).toBe(0.5);
+    expect(down).toBeCloseTo(0);
+  });
+
   it("gives 0 to an all-equal group and to a group of one", () => {
     expect(groupAdvantages([1, 1, 1], { normalizeStd: true })).toEqual([0, 0, 0]);
     expect(groupAdvantages([1], { normalizeStd: true })).toEqual([0]);

@@ -1,19 +1,25 @@
 /**
  * GRPO group-relative advantages: each sample's reward minus its group's mean, divided by the
  * group's standard deviation (unbiased, as verl computes it) unless `normalizeStd` is off
- * (Dr. GRPO). A group of one gets advantage 0.
+ * (Dr. GRPO). A group of one gets advantage 0. `negativeScale` (default 1) multiplies the advantages
+ * below 0: under 1, the update pushes up the samples that did better more than it pushes down
+ * those that did worse, which lowers the sampled policy's entropy.
  */
 export function groupAdvantages(
   rewards: readonly number[],
-  opts: { normalizeStd: boolean; eps?: number },
+  opts: { normalizeStd: boolean; negativeScale?: number; eps?: number },
 ): number[] {
   const n = rewards.length;
   if (n < 2) return rewards.map(() => 0);
   const mean = rewards.reduce((a, b) => a + b, 0) / n;
-  if (!opts.normalizeStd) return rewards.map((r) => r - mean);
-  const variance = rewards.reduce((a, r) => a + (r - mean) ** 2, 0) / (n - 1);
-  const std = Math.sqrt(variance);
-  return rewards.map((r) => (r - mean) / (std + (opts.eps ?? 1e-6)));
+  const std = opts.normalizeStd
+    ? Math.sqrt(rewards.reduce((a, r) => a + (r - mean) ** 2, 0) / (n - 1)) + (opts.eps ?? 1e-6)
+    : 1;
+  const negativeScale = opts.negativeScale ?? 1;
+  return rewards.map((r) => {
+    const a = (r - mean) / std;
+    return a < 0 ? a * negativeScale : a;
+  });
 }
 
 /**

@@ -40,6 +40,11 @@ export const UpdateConfig = z.object({
   klCoef: z.number().min(0).default(0),
   /** GRPO divides by the group's std; false gives Dr. GRPO's mean-only centering. */
   normalizeStd: z.boolean().default(true),
+  /**
+   * Multiplies negative advantages (1: GRPO's symmetric update). Below 1 the update leans towards
+   * the group's better samples and sharpens the sampled policy (docs/learning.md measures it).
+   */
+  negativeScale: z.number().min(0).max(1).default(1),
 });
 
 export const RlConfig = z.object({
