@@ -37,11 +37,11 @@ describe("demo stages", () => {
     }
   });
 
-  it("give RL the preset's learning rate, temperature and clip, and RlConfig's defaults where it names none", () => {
+  it("give RL the preset's learning rate, temperature, clip and negative scale, and RlConfig's defaults where it names none", () => {
     const rl = (preset: (typeof DEMO_PRESETS)["default"]) =>
       RlConfig.parse({ ...demoRlConfig(preset, 2048), tasks: "world", out: "rl" });
     const micro = rl(DEMO_PRESETS.default);
-    expect(micro.update).toMatchObject({ lr: 1e-4, clipHigh: 0.2, clipLow: 0.2 });
+    expect(micro.update).toMatchObject({ lr: 2e-4, clipHigh: 0.2, clipLow: 0.2, negativeScale: 0 });
     expect(micro.rollout).toMatchObject({ temperature: 1, concurrency: 32, maxResponseTokens: 2048 - 640 });
     const defaults = RlConfig.parse({ tasks: "world", out: "rl" });
     expect(rl(DEMO_PRESETS.full).update).toEqual(defaults.update);

@@ -64,7 +64,8 @@ export const DemoPreset = z.object({
   /**
    * RL's policy learning rate, rollout temperature and the ratio's upper clip; absent: RlConfig's
    * defaults (an LLM's 1e-5, 1, DAPO's 0.28). The micro student's values were measured
-   * (docs/learning.md, "RL that helps"): 3e-4 broke it (format errors doubled), 5e-5 and 1e-4 gained.
+   * (docs/learning.md, "RL that helps"): with GRPO's symmetric update 3e-4 broke it (format errors
+   * doubled), 5e-5 and 1e-4 gained; with no push on worse samples 2e-4 gained most.
    */
   rlLr: z.number().positive().optional(),
   rlTemperature: z.number().positive().optional(),
@@ -146,8 +147,13 @@ const BASE_RECIPE = {
   ],
 } as const;
 
-/** RL of the micro student: the settings that raised its sampled success (docs/learning.md). */
-const MICRO_RL = { rlLr: 1e-4, rlTemperature: 1, rlClipHigh: 0.2 } as const;
+/**
+ * RL of the micro student: the settings that raised its sampled success most (docs/learning.md,
+ * "Leaning towards the better samples"): only the group's better samples are pushed up (negative
+ * scale 0), at twice the symmetric update's rate; pushing worse samples down is what broke the
+ * student at higher rates.
+ */
+const MICRO_RL = { rlLr: 2e-4, rlTemperature: 1, rlClipHigh: 0.2, rlNegativeScale: 0 } as const;
 
 export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
   quick: {
