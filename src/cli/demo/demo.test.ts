@@ -37,12 +37,14 @@ describe("demo stages", () => {
     }
   });
 
-  it("give RL the preset's learning rate, temperature, clip and negative scale, and RlConfig's defaults where it names none", () => {
+  it("give RL the preset's learning rate, temperature, clip, negative scale and format penalty, and RlConfig's defaults where it names none", () => {
     const rl = (preset: (typeof DEMO_PRESETS)["default"]) =>
       RlConfig.parse({ ...demoRlConfig(preset, 2048), tasks: "world", out: "rl" });
     const micro = rl(DEMO_PRESETS.default);
     expect(micro.update).toMatchObject({ lr: 2e-4, clipHigh: 0.2, clipLow: 0.2, negativeScale: 0 });
     expect(micro.rollout).toMatchObject({ temperature: 1, concurrency: 32, maxResponseTokens: 2048 - 640 });
+    expect(micro.reward.formatWeight).toBe(0);
+    expect(rl(DEMO_PRESETS.quick).reward.formatWeight).toBe(0.5);
     const defaults = RlConfig.parse({ tasks: "world", out: "rl" });
     expect(rl(DEMO_PRESETS.full).update).toEqual(defaults.update);
   });

@@ -72,6 +72,11 @@ export const DemoPreset = z.object({
   rlClipHigh: z.number().min(0).optional(),
   /** RL's scale of negative advantages (UpdateConfig.negativeScale); absent: 1, GRPO's symmetric update. */
   rlNegativeScale: z.number().min(0).max(1).optional(),
+  /**
+   * RL's penalty for an episode that broke the protocol (RewardConfig.formatWeight); absent: 0. A
+   * student that solves nothing still has format errors to learn from, so its groups can differ.
+   */
+  rlFormatWeight: z.number().min(0).optional(),
   /** Episodes in flight during RL rollouts and evaluation. */
   concurrency: z.number().int().positive(),
   /** Search results per call, for the teacher and the model alike: fewer hits, shorter contexts. */
@@ -177,6 +182,8 @@ export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
     rlGroupSize: 4,
     rlBatchTasks: 2,
     ...MICRO_RL,
+    // 250 SFT steps solve almost nothing: without a format penalty RL's groups rarely differ.
+    rlFormatWeight: 0.5,
     concurrency: 32,
     searchTopK: 3,
     devTasks: 5,

@@ -33,8 +33,8 @@ export function demoRlTemperature(p: DemoPreset): number {
 
 /**
  * The file `coa train rl --config` reads in the demo: episodes as long as evaluation's, filling the
- * student's context but for the prompt, with the preset's learning rate, temperature, clip and
- * negative scale (RlConfig's defaults where the preset names none).
+ * student's context but for the prompt, with the preset's learning rate, temperature, clip,
+ * negative scale and format penalty (RlConfig's defaults where the preset names none).
  */
 export function demoRlConfig(p: DemoPreset, context: number): z.input<typeof ARTIFACTS.rlConfig.schema> {
   return {
@@ -45,6 +45,7 @@ export function demoRlConfig(p: DemoPreset, context: number): z.input<typeof ART
       maxResponseTokens: context - PROMPT_ROOM,
       temperature: p.rlTemperature,
     },
+    reward: { formatWeight: p.rlFormatWeight },
     update: { lr: p.rlLr, clipHigh: p.rlClipHigh, negativeScale: p.rlNegativeScale },
   };
 }
