@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { parseSeeds } from "../../tasks/index.js";
+import { RewardConfig, UpdateConfig } from "../../train/index.js";
 
 /** How big each stage of `coa demo` is. Times are what the stages took on a 2-core machine. */
 export const DemoPreset = z.object({
@@ -67,16 +68,16 @@ export const DemoPreset = z.object({
    * (docs/learning.md, "RL that helps"): with GRPO's symmetric update 3e-4 broke it (format errors
    * doubled), 5e-5 and 1e-4 gained; with no push on worse samples 2e-4 gained most.
    */
-  rlLr: z.number().positive().optional(),
+  rlLr: UpdateConfig.shape.lr.unwrap().optional(),
   rlTemperature: z.number().positive().optional(),
-  rlClipHigh: z.number().min(0).optional(),
+  rlClipHigh: UpdateConfig.shape.clipHigh.unwrap().optional(),
   /** RL's scale of negative advantages (UpdateConfig.negativeScale); absent: 1, GRPO's symmetric update. */
-  rlNegativeScale: z.number().min(0).max(1).optional(),
+  rlNegativeScale: UpdateConfig.shape.negativeScale.unwrap().optional(),
   /**
    * RL's penalty for an episode that broke the protocol (RewardConfig.formatWeight); absent: 0. A
    * student that solves nothing still has format errors to learn from, so its groups can differ.
    */
-  rlFormatWeight: z.number().min(0).optional(),
+  rlFormatWeight: RewardConfig.shape.formatWeight.unwrap().optional(),
   /** Episodes in flight during RL rollouts and evaluation. */
   concurrency: z.number().int().positive(),
   /** Search results per call, for the teacher and the model alike: fewer hits, shorter contexts. */
