@@ -414,6 +414,10 @@ class Sampler:
         self._cv = threading.Condition()
         self.generated_tokens = 0
         self.busy_seconds = 0.0
+        # Parts of busy_seconds: admitting requests (prefill, merging into the batch) and the model's
+        # decode steps; the rest is sampling, stop checks and dropping finished rows.
+        self.admit_seconds = 0.0
+        self.decode_seconds = 0.0
         self.compactions = 0  # times finished rows were dropped from the running batch
         self.steps = 0  # decode steps run
         self.joins = 0  # requests admitted into a batch that was already decoding
@@ -533,6 +537,7 @@ class Sampler:
                 logits = torch.cat((logits, new_logits)) if logits.numel() else new_logits
                 live = [i for i, r in enumerate(rows) if r.finish_reason is None]
                 self._track(rows, cache)
+                self.admit_seconds += time.perf_counter() - started
                 self.busy_seconds += time.perf_counter() - started
             if not live:
                 self._track([], None)
@@ -568,8 +573,10 @@ class Sampler:
                 else:
                     rows, cache, tokens = self._compact(rows, cache, tokens, still)
                 self._track(rows, cache)
+            decode_started = time.perf_counter()
             logits = self.decoder.decode(cache, tokens)
             self.steps += 1
+            self.decode_seconds += time.perf_counter() - decode_started
             self.busy_seconds += time.perf_counter() - started
 
     def _track(self, rows: list[Row], cache) -> None:

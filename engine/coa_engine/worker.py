@@ -23,7 +23,11 @@ def counters(sampler: Sampler, trainer: Trainer) -> dict:
     gen_s, train_s = sampler.busy_seconds, trainer.seconds_trained
     return {
         "generated_tokens": sampler.generated_tokens,
+        # Steps that decoded the running batch: generated tokens per step is how full it ran.
+        "decode_steps": sampler.steps,
         "generation_seconds": round(gen_s, 3),
+        "admit_seconds": round(sampler.admit_seconds, 3),
+        "decode_seconds": round(sampler.decode_seconds, 3),
         "generation_tokens_per_s": round(sampler.generated_tokens / gen_s, 1) if gen_s else 0,
         "trained_tokens": trainer.tokens_trained,
         "train_seconds": round(train_s, 3),

@@ -120,7 +120,12 @@ export const EngineInfo = z.object({
   optimizer: OptimizerConfig,
   counters: z.object({
     generated_tokens: z.number().int(),
+    /** Decode steps of the running batch; absent from engines before it. */
+    decode_steps: z.number().int().optional(),
     generation_seconds: z.number(),
+    /** Parts of generation_seconds: admitting requests (prefill, merge) and the model's decode steps; absent before them. */
+    admit_seconds: z.number().optional(),
+    decode_seconds: z.number().optional(),
     trained_tokens: z.number().int(),
     train_seconds: z.number(),
   }),
@@ -152,3 +157,22 @@ export const EngineInfo = z.object({
     .optional(),
 });
 export type EngineInfo = z.infer<typeof EngineInfo>;
+
+/**
+ * What the engine's sampler did over `wallSeconds` of a client's run: tokens decoded, the seconds it
+ * was busy (idle time is the client's: tools, the agent loop), and tokens per decode step, i.e. how full
+ * the running batch was.
+ */
+export function engineLoadLine(counters: EngineInfo["counters"], wallSeconds: number): string {
+  const { generated_tokens: tokens, generation_seconds: busy, decode_steps: steps } = counters;
+  const perStep = steps ? `, ${(tokens / steps).toFixed(1)} tokens a decode step` : "";
+  const { admit_seconds: admit, decode_seconds: decode } = counters;
+  const parts =
+    admit !== undefined && decode !== undefined
+      ? `: admitting ${admit.toFixed(1)} s, decoding ${decode.toFixed(1)} s, sampling ${(busy - admit - decode).toFixed(1)} s`
+      : "";
+  return (
+    `engine: ${tokens} tokens generated in ${busy.toFixed(1)} s busy of ${wallSeconds.toFixed(1)} s${parts} ` +
+    `(${busy ? (tokens / busy).toFixed(0) : 0} tok/s while busy${perStep})`
+  );
+}

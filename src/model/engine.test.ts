@@ -59,6 +59,22 @@ describe("Engine (micro preset)", () => {
     expect(info.dtype).toBe("fp32");
   });
 
+  it("counts the tokens it generated, its decode steps and where its busy time went", async () => {
+    const before = (await engine.info()).counters;
+    const reply = await post(engine, "/v1/completions", {
+      prompt: [1, 3],
+      max_tokens: 12,
+      temperature: 0,
+      ignore_eos: true,
+    });
+    expect(reply.status).toBe(200);
+    const after = (await engine.info()).counters;
+    expect(after.generated_tokens - before.generated_tokens).toBe(12);
+    // The first token comes from the prefill's logits; each later one from a decode step.
+    expect(after.decode_steps! - before.decode_steps!).toBe(11);
+    expect(after.admit_seconds! + after.decode_seconds!).toBeLessThanOrEqual(after.generation_seconds + 1e-3);
+  });
+
   it("tokenizes and detokenizes exactly like ByteTokenizer", async () => {
     const texts = [
       "plain ascii",

@@ -10,7 +10,7 @@ import {
   EvalTrajectory,
   evaluate,
 } from "../../eval/index.js";
-import { Engine, openModel, saveTokenizerOf, TOKENIZER_FILE } from "../../model/index.js";
+import { Engine, engineLoadLine, openModel, saveTokenizerOf, TOKENIZER_FILE } from "../../model/index.js";
 import { ProfileName } from "../../protocol/index.js";
 import { DEFAULT_SAMPLING } from "../../runtime/index.js";
 import { loadTasks } from "../../tasks/index.js";
@@ -124,6 +124,7 @@ export async function runEval(flags: EvalFlags, log: (line: string) => void): Pr
   });
   const judge = flags.judge ? await openModel(flags.judge, { apiKey, ...requests }) : undefined;
   const progress = itemProgress(`eval ${path.basename(flags.out)}`);
+  const started = performance.now();
   try {
     await mkdir(flags.out, { recursive: true });
     await saveTokenizerOf(model, path.join(flags.out, TOKENIZER_FILE));
@@ -144,7 +145,8 @@ export async function runEval(flags: EvalFlags, log: (line: string) => void): Pr
     });
     progress.stop();
     // The embedded engine's KV reuse across turns: prompt tokens it did not have to compute again.
-    const cache = model instanceof Engine ? (await model.info()).prefix_cache : undefined;
+    const info = model instanceof Engine ? await model.info() : undefined;
+    const cache = info?.prefix_cache;
     const prefixCache = cache
       ? {
           hits: cache.hits,
@@ -165,6 +167,7 @@ export async function runEval(flags: EvalFlags, log: (line: string) => void): Pr
       log(
         `prefix cache: ${prefixCache.hits} hits · ${prefixCache.savedPrefillTokens} prompt tokens reused, ${prefixCache.prefillTokens} computed`,
       );
+    if (info) log(engineLoadLine(info.counters, (performance.now() - started) / 1000));
     if (flags.compareTraces?.length) {
       // The paper's cost claim on these very episodes: each MAS beside this model, per task kind.
       const trajectories = (
