@@ -83,18 +83,29 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
     return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
 
 
+# Positions a cache allocates beyond what its rows hold, so that it grows once per this many decode
+# steps rather than holding every row's whole budget of new tokens from the start (`KVCache.reserve`).
+GROW_POSITIONS = 64
+
+
 class KVCache:
-    """Keys and values per layer, [rows, heads, capacity, head_dim]; row b holds `lens[b]` positions.
+    """Keys and values per layer, [rows, heads, positions, head_dim]; row b holds `lens[b]` positions.
 
     `keys` and `values` are views of the first `rows` rows of a larger allocation, so that rows
     joining (`merge`) or leaving (`compact`) copy only those rows: with agent turns starting and
     ending every few steps, copying the whole batch each time took about a fifth of an evaluation's
-    sampler time (docs/engine.md). The allocation grows only when the rows or positions needed pass
-    it, to exactly what is needed then, so it never holds more than the batch has held at its capacity.
+    sampler time (docs/engine.md). The allocation grows only when the rows needed pass it, to exactly
+    what is needed then, so it never holds more rows than the batch has held.
+
+    `capacity` is the most positions a row may reach (its prompt and every new token it may sample);
+    the allocation holds fewer, `positions`, and grows by `GROW_POSITIONS` as rows decode (`reserve`).
+    Decoding reads every allocated position of every row, so a cache sized for an agent turn's whole
+    budget of new tokens (512, when a turn uses about 100) read twice what the rows held.
     """
 
-    def __init__(self, keys: list[torch.Tensor], values: list[torch.Tensor], lens: torch.Tensor):
+    def __init__(self, keys: list[torch.Tensor], values: list[torch.Tensor], lens: torch.Tensor, capacity: int):
         self._keys, self._values, self.lens = keys, values, lens
+        self.capacity = capacity
         self._view(int(lens.shape[0]))
 
     def _view(self, rows: int) -> None:
@@ -103,14 +114,23 @@ class KVCache:
 
     @classmethod
     def empty(
-        cls, config: ModelConfig, rows: int, capacity: int, dtype: torch.dtype, device: torch.device | str = "cpu"
+        cls,
+        config: ModelConfig,
+        rows: int,
+        capacity: int,
+        dtype: torch.dtype,
+        device: torch.device | str = "cpu",
+        positions: int | None = None,
     ) -> KVCache:
-        shape = (rows, config.n_heads, capacity, config.head_dim)
+        """Room for `rows` rows of up to `capacity` positions, of which `positions` (default all) are
+        allocated now."""
+        shape = (rows, config.n_heads, min(capacity, positions or capacity), config.head_dim)
         layers = range(config.n_layers)
         return cls(
             [torch.zeros(shape, dtype=dtype, device=device) for _ in layers],
             [torch.zeros(shape, dtype=dtype, device=device) for _ in layers],
             torch.zeros(rows, dtype=torch.long, device=device),
+            capacity,
         )
 
     @property
@@ -118,12 +138,32 @@ class KVCache:
         return int(self.lens.shape[0])
 
     @property
-    def capacity(self) -> int:
+    def positions(self) -> int:
+        """Positions allocated per row (at most `capacity`)."""
         return int(self._keys[0].shape[2])
 
     @property
     def allocated_rows(self) -> int:
         return int(self._keys[0].shape[0])
+
+    def reserve(self, positions: int) -> None:
+        """Makes at least `positions` (at most `capacity`) positions allocated, growing by `GROW_POSITIONS`
+        beyond them; the rows' keys and values are copied once per growth."""
+        if positions <= self.positions:
+            return
+        if positions > self.capacity:
+            raise ValueError("KV cache is full")
+        grown_to = min(self.capacity, positions + GROW_POSITIONS)
+        rows, held = self.rows, self.positions
+
+        def grown(t: torch.Tensor) -> torch.Tensor:
+            out = t.new_zeros((t.shape[0], t.shape[1], grown_to, t.shape[3]))
+            out[:rows, :, :held] = t[:rows]
+            return out
+
+        self._keys = [grown(k) for k in self._keys]
+        self._values = [grown(v) for v in self._values]
+        self._view(rows)
 
     def select(self, index: torch.Tensor) -> KVCache:
         """A new cache of the rows `index` (repeats allowed)."""
@@ -131,6 +171,7 @@ class KVCache:
             [k.index_select(0, index) for k in self.keys],
             [v.index_select(0, index) for v in self.values],
             self.lens.index_select(0, index),
+            self.capacity,
         )
 
     def compact(self, order: torch.Tensor) -> KVCache:
@@ -151,11 +192,16 @@ class KVCache:
         needed; positions past a row's length may hold an earlier row's (finite) numbers, never
         attended."""
         rows, added = self.rows, sum(o.rows for o in others)
-        cap = max([self.capacity, *(o.capacity for o in others)])
-        if rows + added > self.allocated_rows or cap > self.capacity:
+        capacity = max([self.capacity, *(o.capacity for o in others)])
+        held = max([self.positions, *(o.positions for o in others)])
+        if held > self.positions:
+            # Room to grow into, as `reserve` leaves: rows join with prompts longer than the batch's
+            # every few steps, and each growth copies the whole batch.
+            held = min(capacity, held + GROW_POSITIONS)
+        if rows + added > self.allocated_rows or held > self.positions:
 
             def grown(t: torch.Tensor) -> torch.Tensor:
-                out = t.new_zeros((rows + added, t.shape[1], cap, t.shape[3]))
+                out = t.new_zeros((rows + added, t.shape[1], held, t.shape[3]))
                 out[:rows, :, : t.shape[2]] = t[:rows]
                 return out
 
@@ -167,6 +213,7 @@ class KVCache:
                 mine[at : at + other.rows, :, : theirs.shape[2]] = theirs
             at += other.rows
         self.lens = torch.cat((self.lens, *(o.lens for o in others)))
+        self.capacity = capacity
         self._view(at)
         return self
 
@@ -297,6 +344,8 @@ class Transformer(nn.Module):
             raise ValueError(f"sequence of {t} tokens exceeds the context of {self.config.max_seq_len}")
         cos, sin = self.rope_cos[:t][None, None], self.rope_sin[:t][None, None]
         bias = torch.full((t, t), float("-inf"), device=ids.device).triu(1)
+        if cache is not None:
+            cache.reserve(t)
         x = self.embed(ids)
         for i, block in enumerate(self.blocks):
             if self.recompute_blocks and self.training:
@@ -315,6 +364,7 @@ class Transformer(nn.Module):
         t = ids.shape[1]
         if start + t > cache.capacity:
             raise ValueError("KV cache is too small for the extended prompt")
+        cache.reserve(start + t)
         cos, sin = self.rope_cos[start : start + t][None, None], self.rope_sin[start : start + t][None, None]
         bias = torch.full((t, start + t), float("-inf"), device=ids.device).triu(start + 1)
         x = self.embed(ids)
@@ -335,8 +385,7 @@ class Transformer(nn.Module):
         pos = cache.lens
         b, h, hd = ids.shape[0], self.config.n_heads, self.config.head_dim
         span = int(pos.max()) + 1
-        if span > cache.capacity:
-            raise ValueError("KV cache is full")
+        cache.reserve(span)
         w = weights or self.decode_weights()
         cos, sin = self.rope_cos[pos][:, None, None], self.rope_sin[pos][:, None, None]  # [B, 1, 1, D/2]
         rows = torch.arange(b, device=ids.device)
@@ -345,9 +394,9 @@ class Transformer(nn.Module):
         uniform = span - 1 if b == 1 or bool((pos == pos[0]).all()) else None
         # Keys attended: the first `span` positions, a slice of the cache. In bf16 the attention
         # matmuls copy a slice to contiguous memory first (the whole span, per layer and step), so
-        # while the cache is at most twice the span they read the whole cache instead, masking the
+        # while the allocation is at most twice the span they read all of it instead, masking the
         # positions not yet written (exactly zero weight after the softmax).
-        width = cache.capacity if w.dtype != torch.float32 and cache.capacity <= 2 * span else span
+        width = cache.positions if w.dtype != torch.float32 and cache.positions <= 2 * span else span
         if uniform is not None and width == span:
             bias = torch.zeros((), device=ids.device)  # every row sees its whole prefix
         else:

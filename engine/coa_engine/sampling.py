@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import torch
 from torch.nn import functional as F
 
-from .model import KVCache, Transformer
+from .model import GROW_POSITIONS, KVCache, Transformer
 from .precision import autocast
 from .tokenizer import PAD_ID
 
@@ -225,7 +225,9 @@ class CachedDecoder:
             ids[i, : len(p)] = torch.tensor(p)
         device = self.model.rope_cos.device
         ids, lengths = ids.to(device), lengths.to(device)
-        cache = KVCache.empty(self.model.config, len(prompts), capacity, self.cache_dtype, device)
+        cache = KVCache.empty(
+            self.model.config, len(prompts), capacity, self.cache_dtype, device, positions=ids.shape[1] + GROW_POSITIONS
+        )
         with autocast(self.dtype, device.type):
             logits = self.model(ids, cache, lengths)
             # Checked once per admission, not per step: weights change only between generation
@@ -250,7 +252,9 @@ class CachedDecoder:
         """One row whose first `start` positions' keys and values ([heads, >= start, head_dim] per layer)
         are known: copies them and prefills only `prompt[start:]`. Returns the cache and last logits [1, V]."""
         device = self.model.rope_cos.device
-        cache = KVCache.empty(self.model.config, 1, capacity, self.cache_dtype, device)
+        cache = KVCache.empty(
+            self.model.config, 1, capacity, self.cache_dtype, device, positions=len(prompt) + GROW_POSITIONS
+        )
         for layer, (k, v) in enumerate(zip(keys, values)):
             cache.keys[layer][0, :, :start] = k[:, :start]
             cache.values[layer][0, :, :start] = v[:, :start]

@@ -4,6 +4,7 @@ import torch
 
 from coa_engine import model as model_module
 from coa_engine.model import PRESETS, KVCache, Transformer, preset_config
+from coa_engine.precision import autocast
 
 from .helpers import TOKENIZER, micro_model
 
@@ -101,6 +102,35 @@ class ModelTest(unittest.TestCase):
             self.assertEqual((cache.rows, cache.allocated_rows), (5, 5))
             for j, source in enumerate([0, 3, 2]):
                 torch.testing.assert_close(cache.keys[1][j, :, :3], before[1][source][:, :3])
+
+    def test_cache_grows_as_rows_decode(self):
+        """A cache that allocates only what its rows hold grows in steps of GROW_POSITIONS as they
+        decode, never past its capacity, and decodes exactly what a fully allocated one does, in fp32
+        and bf16 (which reads the whole allocation, masked, rather than a slice)."""
+        model = micro_model(max_seq_len=256)
+        prompts = torch.tensor([[1, 40, 41, 42, 43], [1, 50, 51, 0, 0]])
+        lengths = torch.tensor([5, 3])
+        steps = torch.randint(3, TOKENIZER.vocab_size, (model_module.GROW_POSITIONS + 40, 2))
+        for dtype in ("fp32", "bf16"):
+            with self.subTest(dtype=dtype), torch.no_grad(), autocast(dtype, "cpu"):
+                cache_dtype = torch.bfloat16 if dtype == "bf16" else torch.float32
+                full = KVCache.empty(model.config, 2, 200, cache_dtype)
+                lazy = KVCache.empty(model.config, 2, 200, cache_dtype, positions=8)
+                model(prompts, full, lengths)
+                model(prompts, lazy, lengths)
+                self.assertEqual((full.positions, lazy.positions), (200, 8))
+                for ids in steps:
+                    torch.testing.assert_close(model.decode(ids, lazy), model.decode(ids, full), atol=0, rtol=0)
+                # 104 steps take the longer row from 5 to 109 positions: it grew at 9 (to 9 + 64) and
+                # at 74 (to 74 + 64).
+                self.assertEqual(model_module.GROW_POSITIONS, 64)
+                self.assertEqual((int(lazy.lens.max()), lazy.positions), (109, 138))
+                torch.testing.assert_close(lazy.keys[1][:, :, :40], full.keys[1][:, :, :40], atol=0, rtol=0)
+        tight = KVCache.empty(model.config, 1, 10, torch.float32, positions=4)
+        with self.assertRaisesRegex(ValueError, "KV cache is full"):
+            tight.reserve(11)
+        tight.reserve(9)
+        self.assertEqual(tight.positions, 10)  # growth stops at the capacity
 
 
 class _no_init:
