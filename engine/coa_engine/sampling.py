@@ -602,7 +602,7 @@ class Sampler:
 
     def _admit(self, active: int, capacity: int) -> list[_Job]:
         """Queued requests, first come first served, while the batch stays within `max_rows` rows and
-        its keys and values (every row at the longest row's capacity, as the merged cache holds them)
+        its keys and values (every row at the longest row's capacity, what the merged cache may grow to)
         within `max_kv_bytes`; the prefix cache is then cut to what they leave. A request that fits
         an empty batch always joins one (`generate` refuses the others)."""
         if self.gate.exclusive_waiting():
