@@ -20,6 +20,8 @@ describe("engineLoadLine", () => {
 
   it("leaves out what an older engine does not report", () => {
     const counters = { generated_tokens: 0, generation_seconds: 0, trained_tokens: 0, train_seconds: 0 };
-    expect(engineLoadLine(counters, 1)).toBe("engine: 0 tokens generated in 0.0 s busy of 1.0 s (0 tok/s while busy)");
+    expect(engineLoadLine(counters, 1)).toBe(
+      "engine: 0 tokens generated in 0.0 s busy of 1.0 s (0 tok/s while busy)",
+    );
   });
 });
