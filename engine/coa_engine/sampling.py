@@ -517,44 +517,34 @@ class Sampler:
     def _session(self, jobs: list[_Job]):
         """Runs until no row is left, admitting queued requests between steps.
 
-        A row that finishes stays in the batch, decoding a pad from position 0 with its output ignored,
-        until half the rows have finished or new rows join: dropping rows moves the last live rows'
-        keys and values into the gaps, and one compaction for several finished rows moves fewer.
+        A row that finishes leaves the batch at once: the last rows move into the gaps
+        (`KVCache.compact`), one row's keys and values each, which costs less than decoding a finished
+        row until more had finished (measured: docs/engine.md).
         """
-        rows: list[Row] = []  # aligned with the cache's rows, finished ones included
+        rows: list[Row] = []  # every row still sampling, aligned with the cache's rows
         cache: KVCache | None = None
         logits = torch.empty(0)
         while True:
-            live = [i for i, r in enumerate(rows) if r.finish_reason is None]
             capacity = cache.capacity if isinstance(cache, KVCache) else 0
-            admitted = self._admit(len(live), capacity)
+            admitted = self._admit(len(rows), capacity)
             jobs.extend(admitted)
             if admitted:
                 started = time.perf_counter()
-                if live:
+                if rows:
                     self.joins += len(admitted)
                 new_rows, parts, new_logits = self._prefill(admitted)
-                if len(live) < len(rows):  # drop finished rows first: the new ones take their place
-                    rows, cache, logits = self._compact(rows, cache, logits, live)
                 rows += new_rows
                 cache = parts[0].merge(*parts[1:]) if cache is None else cache.merge(*parts)
                 logits = torch.cat((logits, new_logits)) if logits.numel() else new_logits
-                live = [i for i, r in enumerate(rows) if r.finish_reason is None]
                 self._track(rows, cache)
                 self.admit_seconds += time.perf_counter() - started
                 self.busy_seconds += time.perf_counter() - started
-            if not live:
+            if not rows:
                 self._track([], None)
                 return
             started = time.perf_counter()
-            if len(live) == len(rows):
-                tokens = self._sample_step(rows, logits)
-            else:
-                index = torch.tensor(live, dtype=torch.long, device=logits.device)
-                sampled = self._sample_step([rows[i] for i in live], logits.index_select(0, index))
-                tokens = torch.full((len(rows),), PAD_ID, dtype=torch.long, device=logits.device)
-                tokens[index] = sampled
-            finished = [i for i in live if rows[i].finish_reason is not None]
+            tokens = self._sample_step(rows, logits)
+            finished = [i for i, r in enumerate(rows) if r.finish_reason is not None]
             if finished:
                 if self._caching():
                     self._store_finished(rows, cache, finished)
@@ -563,19 +553,13 @@ class Sampler:
                     job.left -= 1
                     if job.left == 0:
                         job.done.set()
-                still = [i for i in live if rows[i].finish_reason is None]
+                still = [i for i, r in enumerate(rows) if r.finish_reason is None]
                 if not still:
                     rows, cache, logits = [], None, torch.empty(0)
                     self._track(rows, cache)
                     self.busy_seconds += time.perf_counter() - started
                     continue
-                if isinstance(cache, KVCache) and 2 * len(still) > len(rows):
-                    # Keep them: restarting at position 0, they never outgrow the cache.
-                    gone = torch.tensor(finished, dtype=torch.long, device=tokens.device)
-                    cache.lens[gone] = 0
-                    tokens[gone] = PAD_ID
-                else:
-                    rows, cache, tokens = self._compact(rows, cache, tokens, still)
+                rows, cache, tokens = self._compact(rows, cache, tokens, still)
                 self._track(rows, cache)
             decode_started = time.perf_counter()
             logits = self.decoder.decode(cache, tokens)
