@@ -124,7 +124,7 @@ class KVCache:
     ) -> KVCache:
         """Room for `rows` rows of up to `capacity` positions, of which `positions` (default all) are
         allocated now."""
-        shape = (rows, config.n_heads, min(capacity, positions or capacity), config.head_dim)
+        shape = (rows, config.n_heads, capacity if positions is None else min(capacity, positions), config.head_dim)
         layers = range(config.n_layers)
         return cls(
             [torch.zeros(shape, dtype=dtype, device=device) for _ in layers],

@@ -569,7 +569,7 @@ class Sampler:
 
     def _track(self, rows: list[Row], cache) -> None:
         """Rows decoding and the bytes of their keys and values (and the peak with the prefix cache)."""
-        self.rows_in_flight = sum(r.finish_reason is None for r in rows)
+        self.rows_in_flight = len(rows)  # finished rows leave the batch at once
         self.kv_bytes = self._kv_bytes(cache.allocated_rows, cache.capacity) if isinstance(cache, KVCache) else 0
         self.peak_kv_bytes = max(self.peak_kv_bytes, self.kv_bytes + self.prefix_cache.bytes)
 

@@ -164,9 +164,14 @@ export type EngineInfo = z.infer<typeof EngineInfo>;
  * the running batch was.
  */
 export function engineLoadLine(counters: EngineInfo["counters"], wallSeconds: number): string {
-  const { generated_tokens: tokens, generation_seconds: busy, decode_steps: steps } = counters;
+  const {
+    generated_tokens: tokens,
+    generation_seconds: busy,
+    decode_steps: steps,
+    admit_seconds: admit,
+    decode_seconds: decode,
+  } = counters;
   const perStep = steps ? `, ${(tokens / steps).toFixed(1)} tokens a decode step` : "";
-  const { admit_seconds: admit, decode_seconds: decode } = counters;
   const parts =
     admit !== undefined && decode !== undefined
       ? `: admitting ${admit.toFixed(1)} s, decoding ${decode.toFixed(1)} s, sampling ${(busy - admit - decode).toFixed(1)} s`
