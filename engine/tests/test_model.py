@@ -105,8 +105,11 @@ class ModelTest(unittest.TestCase):
 
     def test_cache_grows_as_rows_decode(self):
         """A cache that allocates only what its rows hold grows in steps of GROW_POSITIONS as they
-        decode, never past its capacity, and decodes exactly what a fully allocated one does, in fp32
-        and bf16 (which reads the whole allocation, masked, rather than a slice)."""
+        decode, never past its capacity, and decodes what a fully allocated one does: bit for bit in
+        fp32, whose decode attends the same span either way; in bf16, which reads the whole allocation,
+        masked, the two attend different widths, and a CPU's bf16 GEMM may block a reduction of another
+        length differently, so the last bits are allowed to differ (on the AMD EPYC where this was
+        written they did not)."""
         model = micro_model(max_seq_len=256)
         prompts = torch.tensor([[1, 40, 41, 42, 43], [1, 50, 51, 0, 0]])
         lengths = torch.tensor([5, 3])
@@ -119,13 +122,18 @@ class ModelTest(unittest.TestCase):
                 model(prompts, full, lengths)
                 model(prompts, lazy, lengths)
                 self.assertEqual((full.positions, lazy.positions), (200, 8))
+                tolerance = 0 if dtype == "fp32" else 1e-2
                 for ids in steps:
-                    torch.testing.assert_close(model.decode(ids, lazy), model.decode(ids, full), atol=0, rtol=0)
+                    torch.testing.assert_close(
+                        model.decode(ids, lazy), model.decode(ids, full), atol=tolerance, rtol=tolerance
+                    )
                 # 104 steps take the longer row from 5 to 109 positions: it grew at 9 (to 9 + 64) and
                 # at 74 (to 74 + 64).
                 self.assertEqual(model_module.GROW_POSITIONS, 64)
                 self.assertEqual((int(lazy.lens.max()), lazy.positions), (109, 138))
-                torch.testing.assert_close(lazy.keys[1][:, :, :40], full.keys[1][:, :, :40], atol=0, rtol=0)
+                torch.testing.assert_close(
+                    lazy.keys[1][:, :, :40], full.keys[1][:, :, :40], atol=tolerance, rtol=tolerance
+                )
         tight = KVCache.empty(model.config, 1, 10, torch.float32, positions=4)
         with self.assertRaisesRegex(ValueError, "KV cache is full"):
             tight.reserve(11)
