@@ -120,11 +120,13 @@ class KVCache:
         capacity: int,
         dtype: torch.dtype,
         device: torch.device | str = "cpu",
-        positions: int | None = None,
+        holding: int | None = None,
     ) -> KVCache:
-        """Room for `rows` rows of up to `capacity` positions, of which `positions` (default all) are
-        allocated now."""
-        shape = (rows, config.n_heads, capacity if positions is None else min(capacity, positions), config.head_dim)
+        """Room for `rows` rows of up to `capacity` positions. With `holding`, the most positions a row
+        holds now (a prefill's longest prompt), only those are allocated, with `GROW_POSITIONS` of room
+        beyond them as `reserve` leaves; without it, all `capacity`."""
+        positions = capacity if holding is None else min(capacity, holding + GROW_POSITIONS)
+        shape = (rows, config.n_heads, positions, config.head_dim)
         layers = range(config.n_layers)
         return cls(
             [torch.zeros(shape, dtype=dtype, device=device) for _ in layers],

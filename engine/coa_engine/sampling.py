@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import torch
 from torch.nn import functional as F
 
-from .model import GROW_POSITIONS, KVCache, Transformer
+from .model import KVCache, Transformer
 from .precision import autocast
 from .tokenizer import PAD_ID
 
@@ -226,7 +226,7 @@ class CachedDecoder:
         device = self.model.rope_cos.device
         ids, lengths = ids.to(device), lengths.to(device)
         cache = KVCache.empty(
-            self.model.config, len(prompts), capacity, self.cache_dtype, device, positions=ids.shape[1] + GROW_POSITIONS
+            self.model.config, len(prompts), capacity, self.cache_dtype, device, holding=ids.shape[1]
         )
         with autocast(self.dtype, device.type):
             logits = self.model(ids, cache, lengths)
@@ -253,7 +253,7 @@ class CachedDecoder:
         are known: copies them and prefills only `prompt[start:]`. Returns the cache and last logits [1, V]."""
         device = self.model.rope_cos.device
         cache = KVCache.empty(
-            self.model.config, 1, capacity, self.cache_dtype, device, positions=len(prompt) + GROW_POSITIONS
+            self.model.config, 1, capacity, self.cache_dtype, device, holding=len(prompt)
         )
         for layer, (k, v) in enumerate(zip(keys, values)):
             cache.keys[layer][0, :, :start] = k[:, :start]

@@ -118,27 +118,29 @@ class ModelTest(unittest.TestCase):
             with self.subTest(dtype=dtype), torch.no_grad(), autocast(dtype, "cpu"):
                 cache_dtype = torch.bfloat16 if dtype == "bf16" else torch.float32
                 full = KVCache.empty(model.config, 2, 200, cache_dtype)
-                lazy = KVCache.empty(model.config, 2, 200, cache_dtype, positions=8)
+                lazy = KVCache.empty(model.config, 2, 200, cache_dtype, holding=5)
                 model(prompts, full, lengths)
                 model(prompts, lazy, lengths)
-                self.assertEqual((full.positions, lazy.positions), (200, 8))
+                self.assertEqual((full.positions, lazy.positions), (200, 5 + model_module.GROW_POSITIONS))
                 tolerance = 0 if dtype == "fp32" else 1e-2
                 for ids in steps:
                     torch.testing.assert_close(
                         model.decode(ids, lazy), model.decode(ids, full), atol=tolerance, rtol=tolerance
                     )
-                # 104 steps take the longer row from 5 to 109 positions: it grew at 9 (to 9 + 64) and
-                # at 74 (to 74 + 64).
+                # 104 steps take the longer row from 5 to 109 positions: it held 5 + 64 and grew once,
+                # when it needed 70 (to 70 + 64).
                 self.assertEqual(model_module.GROW_POSITIONS, 64)
-                self.assertEqual((int(lazy.lens.max()), lazy.positions), (109, 138))
+                self.assertEqual((int(lazy.lens.max()), lazy.positions), (109, 134))
                 torch.testing.assert_close(
                     lazy.keys[1][:, :, :40], full.keys[1][:, :, :40], atol=tolerance, rtol=tolerance
                 )
-        tight = KVCache.empty(model.config, 1, 10, torch.float32, positions=4)
+        tight = KVCache.empty(model.config, 1, 100, torch.float32, holding=4)
+        self.assertEqual(tight.positions, 68)
         with self.assertRaisesRegex(ValueError, "KV cache is full"):
-            tight.reserve(11)
-        tight.reserve(9)
-        self.assertEqual(tight.positions, 10)  # growth stops at the capacity
+            tight.reserve(101)
+        tight.reserve(90)
+        self.assertEqual(tight.positions, 100)  # growth stops at the capacity
+        self.assertEqual(KVCache.empty(model.config, 1, 10, torch.float32, holding=4).positions, 10)
 
 
 class _no_init:
