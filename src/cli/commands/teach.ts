@@ -4,14 +4,6 @@ import type { Command } from "commander";
 import { z } from "zod";
 import { type ModelClient, openModel, readTokenizerFile } from "../../model/index.js";
 import {
-  interleave,
-  isWorldSet,
-  loadTasks,
-  readWorldSet,
-  type Task,
-  WORLD_CORPUS_FILE,
-} from "../../tasks/index.js";
-import {
   type Driver,
   ExpertDriver,
   formatSummary,
@@ -21,7 +13,7 @@ import {
   type Toolbox,
 } from "../../teacher/index.js";
 import { CorpusIndex, createToolset, type ToolsetConfig } from "../../tools/index.js";
-import { findCorpus } from "../corpus.js";
+import { taskGround } from "../corpus.js";
 import {
   addWebToolOptions,
   modelApiKey,
@@ -140,51 +132,17 @@ export async function teach(flags: TeachFlags, log: (line: string) => void): Pro
   }
 }
 
-/**
- * The tasks and the tools they are solved with. A world set gives each task its own world's corpus,
- * and its tasks interleaved by world, so `--limit N` draws evenly from every world.
- */
-async function teachingGround(
-  flags: TeachFlags,
-  web: Pick<ToolsetConfig, "search" | "crawl">,
-): Promise<{
-  tasks: Task[];
-  tools: Toolbox | ((task: Task) => Toolbox);
-  corpus: string | string[];
-  taskFile: string;
-}> {
-  const toolsetOf = async (corpus: string) =>
-    createToolset({
+/** The tasks and their tools (`taskGround`); the code tool runs in `flags`' sandbox. */
+async function teachingGround(flags: TeachFlags, web: Pick<ToolsetConfig, "search" | "crawl">) {
+  const ground = await taskGround<Toolbox>(flags, async (corpus) => {
+    if (!corpus) throw new Error(`--corpus: no corpus.jsonl next to ${flags.tasks}; name one with --corpus`);
+    return createToolset({
       index: (await CorpusIndex.open(corpus)).index,
       ...web,
       code: { unsafeNoSandbox: flags.unsafeNoSandbox },
     });
-  if (await isWorldSet(flags.tasks)) {
-    if (flags.corpus)
-      throw new Error("--corpus: a world set searches each world's own corpus; drop --corpus");
-    const byTask = new Map<string, Toolbox>();
-    const perWorld: Task[][] = [];
-    const corpora: string[] = [];
-    for (const world of await readWorldSet(flags.tasks)) {
-      const corpus = path.join(world.dir, WORLD_CORPUS_FILE);
-      const toolset = await toolsetOf(corpus);
-      const { tasks } = await loadTasks(world.dir, { split: flags.split });
-      for (const t of tasks) byTask.set(t.id, toolset);
-      perWorld.push(tasks);
-      corpora.push(corpus);
-    }
-    const tools = (task: Task) => byTask.get(task.id)!;
-    return {
-      tasks: interleave(perWorld),
-      tools,
-      corpus: corpora,
-      taskFile: `${flags.tasks} (${flags.split})`,
-    };
-  }
-  const loaded = await loadTasks(flags.tasks, { split: flags.split });
-  const corpus = flags.corpus ?? (await findCorpus(flags.tasks));
-  if (!corpus) throw new Error(`--corpus: no corpus.jsonl next to ${flags.tasks}; name one with --corpus`);
-  return { tasks: loaded.tasks, tools: await toolsetOf(corpus), corpus, taskFile: loaded.file };
+  });
+  return { ...ground, corpus: ground.corpus! };
 }
 
 export function register(program: Command): void {

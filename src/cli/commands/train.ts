@@ -27,7 +27,7 @@ import {
   type SftConfigInput,
   withEngineRestarts,
 } from "../../train/index.js";
-import { findCorpus, loadTasksOrSplit } from "../corpus.js";
+import { taskGround } from "../corpus.js";
 import { devProbe } from "../dev-probe.js";
 import { addWebToolOptions, parseFlags, SEARCH_TOP_K_OPTION, SearchTopK, WebToolFlags } from "../flags.js";
 import { itemProgress } from "../progress.js";
@@ -148,14 +148,6 @@ function engineRestarts(out: string): EngineRestartOptions {
       process.stderr.write(
         `\n${reason}; starting a new engine from ${checkpoint} (restart ${restart} of ${restarts})\n`,
       ),
-  };
-}
-
-/** A world folder's rl split, or the file itself; the corpus next to a world when not given. */
-async function taskSource(tasks: string, corpus: string | undefined) {
-  return {
-    loaded: await loadTasksOrSplit(tasks, "rl"),
-    corpus: corpus ?? (await findCorpus(tasks)),
   };
 }
 
@@ -374,7 +366,7 @@ export function register(program: Command): void {
     )
     .requiredOption(
       "--tasks <path>",
-      "task file (the world's tasks/rl.jsonl, verl parquet, …) or a world folder",
+      "task file (the world's tasks/rl.jsonl, verl parquet, …), a world folder or a world set (their rl split)",
     )
     .requiredOption("--out <dir>", "run folder")
     .option("--from <checkpoint>", "policy to start from, e.g. runs/sft/last")
@@ -409,24 +401,27 @@ export function register(program: Command): void {
       } as RlConfigInput;
       checkConfig(RlConfig, input);
       const config = RlConfig.parse(input);
-      const { loaded, corpus } = await taskSource(f.tasks, f.corpus);
-      for (const s of loaded.skipped.slice(0, 5))
-        process.stderr.write(`skipped task: ${JSON.stringify(s)}\n`);
       const bar = itemProgress("rl", { every: { items: 1 } });
       const web = await openWebTools(f, f.searchTopK);
       try {
-        const tools = createToolset({
-          corpus,
-          profile: config.rollout.profile,
-          ...web,
-          code: { unsafeNoSandbox: f.unsafeNoSandbox },
-        });
+        // A world folder's rl split, a task file, or every world's rl split of a world set.
+        const { tasks, tools, skipped } = await taskGround(
+          { tasks: f.tasks, split: "rl", corpus: f.corpus },
+          (corpus) =>
+            createToolset({
+              corpus,
+              profile: config.rollout.profile,
+              ...web,
+              code: { unsafeNoSandbox: f.unsafeNoSandbox },
+            }),
+        );
+        for (const s of skipped.slice(0, 5)) process.stderr.write(`skipped task: ${JSON.stringify(s)}\n`);
         const summary = await withEngineRestarts(
           () => engineFor(f.out, f.from, f.preset ?? "tiny", { threads: f.threads }),
           (engine) =>
             runRl(
               { ...input, maxSequenceTokens: config.maxSequenceTokens ?? engine.startInfo.max_model_len },
-              loaded.tasks,
+              tasks,
               {
                 client: engine,
                 runEpisode: agentEpisodes({ model: engine, tools, rollout: config.rollout }),

@@ -1,6 +1,7 @@
 import type { ModelClient } from "../../model/index.js";
 import { renderPrompt } from "../../protocol/index.js";
 import { runAgent } from "../../runtime/index.js";
+import type { Task } from "../../tasks/index.js";
 import type { RlConfig } from "./config.js";
 import type { RunEpisode } from "./rollout.js";
 
@@ -8,9 +9,12 @@ import type { RunEpisode } from "./rollout.js";
  * Rollouts through the real runtime: the policy model with the real tool agents, sampling logprobs
  * recorded token by token. The episode's context is capped at prompt + maxResponseTokens.
  */
+type Tools = Parameters<typeof runAgent>[0]["tools"];
+
 export function agentEpisodes(opts: {
   model: ModelClient;
-  tools: Parameters<typeof runAgent>[0]["tools"];
+  /** The tools, or each task's own (tasks of a world set search their own world's corpus). */
+  tools: Tools | ((task: Task) => Tools);
   rollout: RlConfig["rollout"];
   toolTimeoutMs?: number;
 }): RunEpisode {
@@ -27,7 +31,7 @@ export function agentEpisodes(opts: {
   return async (task, { seed, signal }) =>
     runAgent({
       model,
-      tools,
+      tools: typeof tools === "function" ? tools(task) : tools,
       profile: rollout.profile,
       question: task.question,
       taskId: task.id,
