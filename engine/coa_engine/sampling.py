@@ -316,6 +316,12 @@ class PrefixCache:
     def lookup(self, prompt: list[int]) -> tuple[_Entry | None, int]:
         best, best_len = None, 0
         for key, entry in self._entries.items():
+            # Every prompt starts with the same system prompt, so most entries share a long prefix
+            # with it; only one that also matches at `best_len` can share more, which one id tells.
+            if best_len and (
+                best_len == len(prompt) or len(entry.ids) <= best_len or entry.ids[best_len] != prompt[best_len]
+            ):
+                continue
             n = common_prefix(entry.ids, prompt)
             if n > best_len:
                 best, best_len = key, n
@@ -340,7 +346,12 @@ class PrefixCache:
         if nbytes > limit or len(ids) < self.min_tokens:
             return
         # An entry the new one extends (the turn it was prefilled from) is now redundant.
-        for key in [k for k, e in self._entries.items() if len(e.ids) <= len(ids) and ids[: len(e.ids)] == e.ids]:
+        extended = [
+            k
+            for k, e in self._entries.items()
+            if len(e.ids) <= len(ids) and ids[len(e.ids) - 1] == e.ids[-1] and ids[: len(e.ids)] == e.ids
+        ]
+        for key in extended:
             self._drop(self._entries.pop(key))
         self._entries[self._next] = _Entry(ids, keys, values, nbytes)
         self._next += 1

@@ -1,6 +1,7 @@
 """The decoding fast path (`Transformer.decode` with `DecodeWeights`) and the prefix cache, held
 against a plain full-recompute forward pass and against cold requests."""
 
+import random
 import threading
 import unittest
 
@@ -311,6 +312,31 @@ class PrefixCacheTest(unittest.TestCase):
         self.assertEqual(cache.lookup([5, 6, 7, 0]), (None, 0))
         self.assertEqual(cache.lookup([1, 2, 3, 4, 5])[1], 4)
         self.assertEqual(cache.lookup([1, 2, 3, 4])[1], 3, "the prompt's last id is always prefilled")
+
+    def test_lookup_finds_the_oldest_longest_match_among_entries_sharing_a_prefix(self):
+        """As agent turns do: every entry starts with one system prompt, some with one question. The
+        lookup skips an entry by one id where it cannot beat the best so far; what it returns is what
+        comparing every entry in full returns, the first (least recently used) on ties."""
+        rng = random.Random(0)
+        system = [rng.randrange(3, 200) for _ in range(40)]
+        questions = [[rng.randrange(3, 200) for _ in range(8)] for _ in range(5)]
+        one = [torch.zeros(1, 1, 1)]
+        cache = PrefixCache(max_bytes=1 << 30, min_tokens=4)
+        for _ in range(60):
+            cache.store(system + rng.choice(questions) + [rng.randrange(3, 200) for _ in range(rng.randrange(1, 30))], one, one)
+        for _ in range(200):
+            ids = rng.choice(list(cache._entries.values())).ids
+            prompt = ids[: rng.randrange(1, len(ids) + 1)] + [rng.randrange(3, 200) for _ in range(rng.randrange(3))]
+            expected_key, expected = None, 0
+            for key, entry in cache._entries.items():
+                if common_prefix(entry.ids, prompt) > expected:
+                    expected_key, expected = key, common_prefix(entry.ids, prompt)
+            entry, reuse = cache.lookup(prompt)
+            if min(expected, len(prompt) - 1) < 4:
+                self.assertEqual((entry, reuse), (None, 0))
+            else:
+                self.assertIs(entry, cache._entries[expected_key])
+                self.assertEqual(reuse, min(expected, len(prompt) - 1))
 
 
 class InfoCountsPrefixHitsTest(unittest.TestCase):
