@@ -155,17 +155,20 @@ class KVCache:
             return
         if positions > self.capacity:
             raise ValueError("KV cache is full")
-        grown_to = min(self.capacity, positions + GROW_POSITIONS)
-        rows, held = self.rows, self.positions
+        self._reallocate(self.allocated_rows, min(self.capacity, positions + GROW_POSITIONS))
+
+    def _reallocate(self, rows: int, positions: int) -> None:
+        """Moves the rows held into a new allocation of `rows` rows and `positions` positions."""
+        held_rows, held = self.rows, self.positions
 
         def grown(t: torch.Tensor) -> torch.Tensor:
-            out = t.new_zeros((t.shape[0], t.shape[1], grown_to, t.shape[3]))
-            out[:rows, :, :held] = t[:rows]
+            out = t.new_zeros((rows, t.shape[1], positions, t.shape[3]))
+            out[:held_rows, :, :held] = t[:held_rows]
             return out
 
         self._keys = [grown(k) for k in self._keys]
         self._values = [grown(v) for v in self._values]
-        self._view(rows)
+        self._view(held_rows)
 
     def select(self, index: torch.Tensor) -> KVCache:
         """A new cache of the rows `index` (repeats allowed)."""
@@ -201,14 +204,7 @@ class KVCache:
             # every few steps, and each growth copies the whole batch.
             held = min(capacity, held + GROW_POSITIONS)
         if rows + added > self.allocated_rows or held > self.positions:
-
-            def grown(t: torch.Tensor) -> torch.Tensor:
-                out = t.new_zeros((rows + added, t.shape[1], held, t.shape[3]))
-                out[:rows, :, : t.shape[2]] = t[:rows]
-                return out
-
-            self._keys = [grown(k) for k in self._keys]
-            self._values = [grown(v) for v in self._values]
+            self._reallocate(rows + added, held)
         at = rows
         for other in others:
             for mine, theirs in zip((*self._keys, *self._values), (*other.keys, *other.values)):
