@@ -329,8 +329,9 @@ class PrefixCacheTest(unittest.TestCase):
             prompt = ids[: rng.randrange(1, len(ids) + 1)] + [rng.randrange(3, 200) for _ in range(rng.randrange(3))]
             expected_key, expected = None, 0
             for key, entry in cache._entries.items():
-                if common_prefix(entry.ids, prompt) > expected:
-                    expected_key, expected = key, common_prefix(entry.ids, prompt)
+                shared = common_prefix(entry.ids, prompt)
+                if shared > expected:
+                    expected_key, expected = key, shared
             entry, reuse = cache.lookup(prompt)
             if min(expected, len(prompt) - 1) < 4:
                 self.assertEqual((entry, reuse), (None, 0))

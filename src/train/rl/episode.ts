@@ -5,12 +5,12 @@ import type { Task } from "../../tasks/index.js";
 import type { RlConfig } from "./config.js";
 import type { RunEpisode } from "./rollout.js";
 
+type Tools = Parameters<typeof runAgent>[0]["tools"];
+
 /**
  * Rollouts through the real runtime: the policy model with the real tool agents, sampling logprobs
  * recorded token by token. The episode's context is capped at prompt + maxResponseTokens.
  */
-type Tools = Parameters<typeof runAgent>[0]["tools"];
-
 export function agentEpisodes(opts: {
   model: ModelClient;
   /** The tools, or each task's own (tasks of a world set search their own world's corpus). */
