@@ -178,9 +178,9 @@ export async function runRl(
       const scored = g.samples.filter((s) => s.reward !== null);
       const adv = groupAdvantages(
         scored.map((s) => s.reward!),
-        { normalizeStd: config.update.normalizeStd, negativeScale: config.update.negativeScale },
+        { normalizeStd: config.update.normalizeStd },
       );
-      return scored.map((s, i) => policySequence(s.trajectory, adv[i]));
+      return scored.map((s, i) => policySequence(s.trajectory, adv[i]!, config.update));
     });
     const limit = config.maxSequenceTokens ?? Number.POSITIVE_INFINITY;
     const sequences = built.filter((s) => s.input_ids.length <= limit);
