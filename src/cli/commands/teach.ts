@@ -134,15 +134,19 @@ export async function teach(flags: TeachFlags, log: (line: string) => void): Pro
 
 /** The tasks and their tools (`taskGround`); the code tool runs in `flags`' sandbox. */
 async function teachingGround(flags: TeachFlags, web: Pick<ToolsetConfig, "search" | "crawl">) {
-  const ground = await taskGround<Toolbox>(flags, async (corpus) => {
+  // The teacher cannot work without search: no corpus is an error, before any task runs.
+  const required = <C>(corpus: C | undefined): C => {
     if (!corpus) throw new Error(`--corpus: no corpus.jsonl next to ${flags.tasks}; name one with --corpus`);
-    return createToolset({
-      index: (await CorpusIndex.open(corpus)).index,
+    return corpus;
+  };
+  const ground = await taskGround<Toolbox>(flags, async (corpus) =>
+    createToolset({
+      index: (await CorpusIndex.open(required(corpus))).index,
       ...web,
       code: { unsafeNoSandbox: flags.unsafeNoSandbox },
-    });
-  });
-  return { ...ground, corpus: ground.corpus! };
+    }),
+  );
+  return { ...ground, corpus: required(ground.corpus) };
 }
 
 export function register(program: Command): void {
