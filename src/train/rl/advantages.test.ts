@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { groupAdvantages, isInformative, overlongPenalty, tokenAdvantage } from "./advantages.js";
+import { groupAdvantages, isInformative, overlongPenalty } from "./advantages.js";
 
 describe("groupAdvantages", () => {
   it("centers on the group mean and divides by the unbiased std", () => {
@@ -14,32 +14,20 @@ describe("groupAdvantages", () => {
     expect(groupAdvantages([1, 0, 0, 0], { normalizeStd: false })).toEqual([0.75, -0.25, -0.25, -0.25]);
   });
 
+  it("scales only the negative advantages by negativeScale", () => {
+    const full = groupAdvantages([1, 0, 0, 0], { normalizeStd: true });
+    const leaning = groupAdvantages([1, 0, 0, 0], { normalizeStd: true, negativeScale: 0.5 });
+    expect(leaning[0]).toBeCloseTo(full[0]);
+    for (const i of [1, 2, 3]) expect(leaning[i]).toBeCloseTo(full[i] / 2);
+    // At 0 a failed sample is not pushed down at all: only the success moves.
+    const [up, down] = groupAdvantages([1, 0], { normalizeStd: false, negativeScale: 0 });
+    expect(up).toBe(0.5);
+    expect(down).toBeCloseTo(0);
+  });
+
   it("gives 0 to an all-equal group and to a group of one", () => {
     expect(groupAdvantages([1, 1, 1], { normalizeStd: true })).toEqual([0, 0, 0]);
     expect(groupAdvantages([1], { normalizeStd: true })).toEqual([0]);
-  });
-});
-
-describe("tokenAdvantage", () => {
-  const likely = Math.log(0.9);
-  const unlikely = Math.log(0.01);
-
-  it("scales only the negative advantages by negativeScale", () => {
-    expect(tokenAdvantage(1.5, unlikely, { negativeScale: 0.5 })).toBe(1.5);
-    expect(tokenAdvantage(-0.5, likely, { negativeScale: 0.5 })).toBe(-0.25);
-    expect(tokenAdvantage(-0.5, unlikely, { negativeScale: 0.5 })).toBe(-0.25);
-    // At 0 a failed sample is not pushed down at all: only the success moves.
-    expect(tokenAdvantage(-0.5, likely, { negativeScale: 0 })).toBe(-0);
-  });
-
-  it("keeps the whole push down on a worse sample's unlikely tokens under negativeBelowProb", () => {
-    const credit = { negativeScale: 0, negativeBelowProb: 0.05 };
-    expect(tokenAdvantage(-0.5, unlikely, credit)).toBe(-0.5);
-    expect(tokenAdvantage(-0.5, Math.log(0.051), credit)).toBe(-0);
-    expect(tokenAdvantage(-0.5, likely, credit)).toBe(-0);
-    // A better sample's tokens all take its advantage, likely or not.
-    expect(tokenAdvantage(0.7, unlikely, credit)).toBe(0.7);
-    expect(tokenAdvantage(0.7, likely, credit)).toBe(0.7);
   });
 });
 

@@ -1,11 +1,13 @@
 /**
  * GRPO group-relative advantages: each sample's reward minus its group's mean, divided by the
  * group's standard deviation (unbiased, as verl computes it) unless `normalizeStd` is off
- * (Dr. GRPO). A group of one gets advantage 0.
+ * (Dr. GRPO). A group of one gets advantage 0. `negativeScale` (default 1) multiplies the advantages
+ * below 0: under 1, the update pushes up the samples that did better more than it pushes down
+ * those that did worse, which lowers the sampled policy's entropy.
  */
 export function groupAdvantages(
   rewards: readonly number[],
-  opts: { normalizeStd: boolean; eps?: number },
+  opts: { normalizeStd: boolean; negativeScale?: number; eps?: number },
 ): number[] {
   const n = rewards.length;
   if (n < 2) return rewards.map(() => 0);
@@ -13,29 +15,11 @@ export function groupAdvantages(
   const std = opts.normalizeStd
     ? Math.sqrt(rewards.reduce((a, r) => a + (r - mean) ** 2, 0) / (n - 1)) + (opts.eps ?? 1e-6)
     : 1;
-  return rewards.map((r) => (r - mean) / std);
-}
-
-/** How a sample's advantage is laid on each of its sampled tokens (UpdateConfig's fields). */
-export interface TokenCredit {
-  /** Multiplies a negative advantage (1: GRPO's symmetric update). */
-  negativeScale: number;
-  /** Below this sampling probability a token takes a negative advantage whole, unscaled. */
-  negativeBelowProb?: number;
-}
-
-/**
- * The advantage one sampled token trains with. Under `negativeScale` 1 every token of a sample
- * takes its advantage; below 1 the update pushes up the samples that did better more than it
- * pushes down those that did worse, which lowers the sampled policy's entropy. `negativeBelowProb`
- * keeps the whole push down on the tokens of a worse sample that sampling drew against the odds:
- * when a strong student fails at temperature 1, it is most often after such a token (docs/learning.md).
- */
-export function tokenAdvantage(advantage: number, sampledLogprob: number, credit: TokenCredit): number {
-  if (advantage >= 0) return advantage;
-  const unlikely =
-    credit.negativeBelowProb !== undefined && sampledLogprob < Math.log(credit.negativeBelowProb);
-  return unlikely ? advantage : advantage * credit.negativeScale;
+  const negativeScale = opts.negativeScale ?? 1;
+  return rewards.map((r) => {
+    const a = (r - mean) / std;
+    return a < 0 ? a * negativeScale : a;
+  });
 }
 
 /**

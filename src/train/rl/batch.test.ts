@@ -21,12 +21,6 @@ describe("policySequence", () => {
     expect(s.old_logprobs.map((x) => Number(x.toFixed(2)))).toEqual([0, 0, -0.1, -0.2, -0.3, 0, 0, -0.1]);
   });
 
-  it("lays a negative advantage by the credit: whole on unlikely tokens, scaled on the rest", () => {
-    const s = policySequence(t, -1, { negativeScale: 0, negativeBelowProb: Math.exp(-0.25) });
-    // Sampled logprobs -0.1, -0.2, -0.3 | tool | -0.1: only the third is below log(p) = -0.25.
-    expect(s.advantages).toEqual([0, 0, -0, -0, -1, 0, 0, -0]);
-  });
-
   it("refuses a model segment without logprobs", () => {
     const bare = { ...t, segments: [{ source: "model" as const, ids: [5, 6] }] };
     expect(() => policySequence(bare, 1)).toThrow(/logprobs/);

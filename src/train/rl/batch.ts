@@ -1,17 +1,15 @@
 import type { PolicySequence } from "../../model/index.js";
 import { completionIds, lossMask, type Trajectory } from "../../protocol/index.js";
 import { shuffled } from "../seeds.js";
-import { type TokenCredit, tokenAdvantage } from "./advantages.js";
 
 /**
  * The policy-gradient record of one episode, token-exact: the ids as generated, loss only on model
  * tokens, the sampling-time logprob of each model token, and the episode's advantage on each
- * trainable token as `credit` lays it (0 on prompt and tool tokens).
+ * trainable token (0 on prompt and tool tokens).
  */
 export function policySequence(
   t: Trajectory,
   advantage: number,
-  credit: TokenCredit = { negativeScale: 1 },
 ): PolicySequence & { advantages: number[]; old_logprobs: number[] } {
   const prompt = t.promptIds.map(() => 0);
   const mask = [...prompt, ...lossMask(t)];
@@ -30,7 +28,7 @@ export function policySequence(
   return {
     input_ids: [...t.promptIds, ...completionIds(t)],
     loss_mask: mask,
-    advantages: mask.map((m, i) => (m ? tokenAdvantage(advantage, old[i]!, credit) : 0)),
+    advantages: mask.map((m) => (m ? advantage : 0)),
     old_logprobs: old,
   };
 }

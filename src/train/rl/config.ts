@@ -45,12 +45,6 @@ export const UpdateConfig = z.object({
    * the group's better samples and sharpens the sampled policy (docs/learning.md measures it).
    */
   negativeScale: z.number().min(0).max(1).default(1),
-  /**
-   * In a worse sample, tokens that sampling drew with a probability below this keep the whole
-   * negative advantage whatever `negativeScale` says: the push down goes to the unlikely tokens that
-   * most often broke the episode (docs/learning.md). Absent: every token is scaled alike.
-   */
-  negativeBelowProb: z.number().gt(0).max(1).optional(),
 });
 
 export const RlConfig = z.object({

@@ -178,9 +178,9 @@ export async function runRl(
       const scored = g.samples.filter((s) => s.reward !== null);
       const adv = groupAdvantages(
         scored.map((s) => s.reward!),
-        { normalizeStd: config.update.normalizeStd },
+        { normalizeStd: config.update.normalizeStd, negativeScale: config.update.negativeScale },
       );
-      return scored.map((s, i) => policySequence(s.trajectory, adv[i]!, config.update));
+      return scored.map((s, i) => policySequence(s.trajectory, adv[i]));
     });
     const limit = config.maxSequenceTokens ?? Number.POSITIVE_INFINITY;
     const sequences = built.filter((s) => s.input_ids.length <= limit);
