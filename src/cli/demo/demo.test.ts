@@ -37,11 +37,17 @@ describe("demo stages", () => {
     }
   });
 
-  it("give RL the preset's learning rate, temperature, clip, negative scale and format penalty, and RlConfig's defaults where it names none", () => {
+  it("give RL the preset's learning rate, temperature, clip, negative scale, positive floor and format penalty, and RlConfig's defaults where it names none", () => {
     const rl = (preset: (typeof DEMO_PRESETS)["default"]) =>
       RlConfig.parse({ ...demoRlConfig(preset, 2048), tasks: "world", out: "rl" });
     const micro = rl(DEMO_PRESETS.default);
-    expect(micro.update).toMatchObject({ lr: 2e-4, clipHigh: 0.2, clipLow: 0.2, negativeScale: 0 });
+    expect(micro.update).toMatchObject({
+      lr: 2e-4,
+      clipHigh: 0.2,
+      clipLow: 0.2,
+      negativeScale: 0,
+      positiveMinProb: 0.05,
+    });
     expect(micro.rollout).toMatchObject({ temperature: 1, concurrency: 32, maxResponseTokens: 2048 - 640 });
     expect(micro.reward.formatWeight).toBe(0);
     expect(rl(DEMO_PRESETS.quick).reward.formatWeight).toBe(0.5);

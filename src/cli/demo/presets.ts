@@ -73,6 +73,8 @@ export const DemoPreset = z.object({
   rlClipHigh: UpdateConfig.shape.clipHigh.unwrap().optional(),
   /** RL's scale of negative advantages (UpdateConfig.negativeScale); absent: 1, GRPO's symmetric update. */
   rlNegativeScale: UpdateConfig.shape.negativeScale.unwrap().optional(),
+  /** RL's floor for pushing up a better sample's tokens (UpdateConfig.positiveMinProb); absent: none. */
+  rlPositiveMinProb: UpdateConfig.shape.positiveMinProb,
   /**
    * RL's penalty for an episode that broke the protocol (RewardConfig.formatWeight); absent: 0. A
    * student that solves nothing still has format errors to learn from, so its groups can differ.
@@ -159,7 +161,13 @@ const BASE_RECIPE = {
  * scale 0), at twice the symmetric update's rate; pushing worse samples down is what broke the
  * student at higher rates.
  */
-const MICRO_RL = { rlLr: 2e-4, rlTemperature: 1, rlClipHigh: 0.2, rlNegativeScale: 0 } as const;
+const MICRO_RL = {
+  rlLr: 2e-4,
+  rlTemperature: 1,
+  rlClipHigh: 0.2,
+  rlNegativeScale: 0,
+  rlPositiveMinProb: 0.05,
+} as const;
 
 export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
   quick: {

@@ -46,7 +46,12 @@ export function demoRlConfig(p: DemoPreset, context: number): z.input<typeof ART
       temperature: p.rlTemperature,
     },
     reward: { formatWeight: p.rlFormatWeight },
-    update: { lr: p.rlLr, clipHigh: p.rlClipHigh, negativeScale: p.rlNegativeScale },
+    update: {
+      lr: p.rlLr,
+      clipHigh: p.rlClipHigh,
+      negativeScale: p.rlNegativeScale,
+      positiveMinProb: p.rlPositiveMinProb,
+    },
   };
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { groupAdvantages, isInformative, overlongPenalty } from "./advantages.js";
+import { groupAdvantages, isInformative, overlongPenalty, tokenAdvantage } from "./advantages.js";
 
 describe("groupAdvantages", () => {
   it("centers on the group mean and divides by the unbiased std", () => {
@@ -28,6 +28,18 @@ describe("groupAdvantages", () => {
   it("gives 0 to an all-equal group and to a group of one", () => {
     expect(groupAdvantages([1, 1, 1], { normalizeStd: true })).toEqual([0, 0, 0]);
     expect(groupAdvantages([1], { normalizeStd: true })).toEqual([0]);
+  });
+});
+
+describe("tokenAdvantage", () => {
+  it("gives a better sample's tokens drawn below positiveMinProb no advantage, and leaves the rest", () => {
+    const [likely, unlikely] = [Math.log(0.9), Math.log(0.01)];
+    expect(tokenAdvantage(1.5, likely, 0.05)).toBe(1.5);
+    expect(tokenAdvantage(1.5, unlikely, 0.05)).toBe(0);
+    expect(tokenAdvantage(1.5, Math.log(0.051), 0.05)).toBe(1.5);
+    // A worse sample's tokens keep their (scaled) advantage, likely or not; without a floor, all do.
+    expect(tokenAdvantage(-0.5, unlikely, 0.05)).toBe(-0.5);
+    expect(tokenAdvantage(1.5, unlikely)).toBe(1.5);
   });
 });
 

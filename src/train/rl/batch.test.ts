@@ -21,6 +21,11 @@ describe("policySequence", () => {
     expect(s.old_logprobs.map((x) => Number(x.toFixed(2)))).toEqual([0, 0, -0.1, -0.2, -0.3, 0, 0, -0.1]);
   });
 
+  it("leaves a better sample's unlikely tokens out under positiveMinProb", () => {
+    // Sampled logprobs -0.1, -0.2, -0.3 | tool | -0.1: only the third is below log(p) = -0.25.
+    expect(policySequence(t, 1, Math.exp(-0.25)).advantages).toEqual([0, 0, 1, 1, 0, 0, 0, 1]);
+  });
+
   it("refuses a model segment without logprobs", () => {
     const bare = { ...t, segments: [{ source: "model" as const, ids: [5, 6] }] };
     expect(() => policySequence(bare, 1)).toThrow(/logprobs/);

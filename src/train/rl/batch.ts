@@ -1,15 +1,17 @@
 import type { PolicySequence } from "../../model/index.js";
 import { completionIds, lossMask, type Trajectory } from "../../protocol/index.js";
 import { shuffled } from "../seeds.js";
+import { tokenAdvantage } from "./advantages.js";
 
 /**
  * The policy-gradient record of one episode, token-exact: the ids as generated, loss only on model
  * tokens, the sampling-time logprob of each model token, and the episode's advantage on each
- * trainable token (0 on prompt and tool tokens).
+ * trainable token as `tokenAdvantage` lays it (0 on prompt and tool tokens).
  */
 export function policySequence(
   t: Trajectory,
   advantage: number,
+  positiveMinProb?: number,
 ): PolicySequence & { advantages: number[]; old_logprobs: number[] } {
   const prompt = t.promptIds.map(() => 0);
   const mask = [...prompt, ...lossMask(t)];
@@ -28,7 +30,7 @@ export function policySequence(
   return {
     input_ids: [...t.promptIds, ...completionIds(t)],
     loss_mask: mask,
-    advantages: mask.map((m) => (m ? advantage : 0)),
+    advantages: mask.map((m, i) => (m ? tokenAdvantage(advantage, old[i]!, positiveMinProb) : 0)),
     old_logprobs: old,
   };
 }

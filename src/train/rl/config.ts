@@ -45,6 +45,12 @@ export const UpdateConfig = z.object({
    * the group's better samples and sharpens the sampled policy (docs/learning.md measures it).
    */
   negativeScale: z.number().min(0).max(1).default(1),
+  /**
+   * In a better sample, tokens that sampling drew with a probability below this get no advantage:
+   * the update pushes up what a success did as the policy would have done it, not its lucky draws
+   * (docs/learning.md). Absent: every token takes its sample's advantage.
+   */
+  positiveMinProb: z.number().gt(0).max(1).optional(),
 });
 
 export const RlConfig = z.object({
