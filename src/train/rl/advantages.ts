@@ -26,8 +26,8 @@ export function groupAdvantages(
  * The advantage one sampled token trains with: its sample's, except that a better sample's tokens
  * that sampling drew with a probability below `positiveMinProb` get none. Pushing a success's lucky
  * unlikely tokens up widens the sampled policy where the update should sharpen it; without that push
- * RL raised a strong student's sampled success where it had not (docs/learning.md, "Not pushing up
- * a success's unlikely tokens").
+ * RL raised a strong student's sampled success where it had not (docs/learning.md, "Which sampled
+ * failures RL should remove").
  */
 export function tokenAdvantage(advantage: number, sampledLogprob: number, positiveMinProb?: number): number {
   const lucky = advantage > 0 && positiveMinProb !== undefined && sampledLogprob < Math.log(positiveMinProb);

@@ -30,7 +30,7 @@ export function policySequence(
   return {
     input_ids: [...t.promptIds, ...completionIds(t)],
     loss_mask: mask,
-    advantages: mask.map((m, i) => (m ? tokenAdvantage(advantage, old[i]!, positiveMinProb) : 0)),
+    advantages: mask.map((m, i) => (m ? tokenAdvantage(advantage, old[i], positiveMinProb) : 0)),
     old_logprobs: old,
   };
 }

@@ -180,7 +180,7 @@ export async function runRl(
         scored.map((s) => s.reward!),
         { normalizeStd: config.update.normalizeStd, negativeScale: config.update.negativeScale },
       );
-      return scored.map((s, i) => policySequence(s.trajectory, adv[i]!, config.update.positiveMinProb));
+      return scored.map((s, i) => policySequence(s.trajectory, adv[i], config.update.positiveMinProb));
     });
     const limit = config.maxSequenceTokens ?? Number.POSITIVE_INFINITY;
     const sequences = built.filter((s) => s.input_ids.length <= limit);
