@@ -159,7 +159,8 @@ const BASE_RECIPE = {
  * RL of the micro student: the settings that raised its sampled success most (docs/learning.md,
  * "Leaning towards the better samples"): only the group's better samples are pushed up (negative
  * scale 0), at twice the symmetric update's rate; pushing worse samples down is what broke the
- * student at higher rates.
+ * student at higher rates. Of those better samples, the tokens drawn below p = 0.05 are not pushed up
+ * ("Which sampled failures RL should remove"): the strongest student gained with it, not without.
  */
 const MICRO_RL = {
   rlLr: 2e-4,
