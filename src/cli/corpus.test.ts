@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { expect, it } from "vitest";
 import { writeWorldSet } from "../tasks/index.js";
-import { taskGround } from "./corpus.js";
+import { requireCorpus, taskGround } from "./corpus.js";
 
 it("taskGround gives each task of a world set its own world's tools, the worlds interleaved", async () => {
   const dir = await mkdtemp(path.join(os.tmpdir(), "coa-ground-"));
@@ -28,4 +28,14 @@ it("taskGround gives each task of a world set its own world's tools, the worlds 
     (c) => c,
   );
   expect(named.tools).toBe("c.jsonl");
+});
+
+it("requireCorpus names the flag at fault, and tells where a corpus can be named only where it can", () => {
+  expect(requireCorpus("w/corpus.jsonl", "w")).toBe("w/corpus.jsonl");
+  expect(() => requireCorpus(undefined, "t.jsonl")).toThrow(
+    "--corpus: no corpus.jsonl next to t.jsonl; name one with --corpus",
+  );
+  expect(() => requireCorpus(undefined, "dev.jsonl", "--dev-tasks")).toThrow(
+    /^--dev-tasks: no corpus.jsonl next to dev.jsonl$/,
+  );
 });

@@ -26,6 +26,20 @@ export async function findCorpus(tasks: string): Promise<string | undefined> {
   return undefined;
 }
 
+/**
+ * A corpus a command cannot work without: `corpus` as found or given, or an error naming the flag
+ * at fault, raised before any task runs. Only a command with `--corpus` can be told where one is.
+ */
+export function requireCorpus<C>(
+  corpus: C | undefined,
+  tasks: string,
+  flag: "--corpus" | "--dev-tasks" = "--corpus",
+): C {
+  if (corpus) return corpus;
+  const hint = flag === "--corpus" ? "; name one with --corpus" : "";
+  throw new Error(`${flag}: no corpus.jsonl next to ${tasks}${hint}`);
+}
+
 /** The tasks at a path: a task file as it is, or the given split of a world folder. */
 export async function loadTasksOrSplit(tasks: string, split: string) {
   const isDir = (await stat(tasks).catch(() => null))?.isDirectory() ?? false;

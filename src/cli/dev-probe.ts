@@ -4,7 +4,7 @@ import { evaluate } from "../eval/index.js";
 import type { ModelClient } from "../model/index.js";
 import { createToolset } from "../tools/index.js";
 import type { StepProbe } from "../train/index.js";
-import { findCorpus, loadTasksOrSplit } from "./corpus.js";
+import { findCorpus, loadTasksOrSplit, requireCorpus } from "./corpus.js";
 
 export interface DevProbeSpec {
   /** A world folder (its dev split) or a task file. */
@@ -25,8 +25,7 @@ export interface DevProbeSpec {
  */
 export async function devProbe(model: ModelClient, spec: DevProbeSpec): Promise<StepProbe> {
   const { tasks } = await loadTasksOrSplit(spec.tasks, "dev");
-  const corpus = await findCorpus(spec.tasks);
-  if (!corpus) throw new Error(`--dev-tasks: no corpus.jsonl next to ${spec.tasks}`);
+  const corpus = requireCorpus(await findCorpus(spec.tasks), spec.tasks, "--dev-tasks");
   const tools = createToolset({
     corpus,
     profile: "all",

@@ -13,7 +13,7 @@ import {
   type Toolbox,
 } from "../../teacher/index.js";
 import { CorpusIndex, createToolset, type ToolsetConfig } from "../../tools/index.js";
-import { taskGround } from "../corpus.js";
+import { requireCorpus, taskGround } from "../corpus.js";
 import {
   addWebToolOptions,
   modelApiKey,
@@ -135,10 +135,7 @@ export async function teach(flags: TeachFlags, log: (line: string) => void): Pro
 /** The tasks and their tools (`taskGround`); the code tool runs in `flags`' sandbox. */
 async function teachingGround(flags: TeachFlags, web: Pick<ToolsetConfig, "search" | "crawl">) {
   // The teacher cannot work without search: no corpus is an error, before any task runs.
-  const required = <C>(corpus: C | undefined): C => {
-    if (!corpus) throw new Error(`--corpus: no corpus.jsonl next to ${flags.tasks}; name one with --corpus`);
-    return corpus;
-  };
+  const required = <C>(corpus: C | undefined) => requireCorpus(corpus, flags.tasks);
   const ground = await taskGround<Toolbox>(flags, async (corpus) =>
     createToolset({
       index: (await CorpusIndex.open(required(corpus))).index,

@@ -11,7 +11,7 @@ import { ExpertModelProvider } from "../../teacher/agents-sdk/expert-model.js";
 import { runReferenceTeam } from "../../teacher/agents-sdk/team.js";
 import { ExpertDriver } from "../../teacher/index.js";
 import { CorpusIndex, createToolset } from "../../tools/index.js";
-import { findCorpus } from "../corpus.js";
+import { findCorpus, requireCorpus } from "../corpus.js";
 import {
   modelApiKey,
   parseFlags,
@@ -71,8 +71,7 @@ export interface TeamSummary {
  */
 export async function runTeamSummary(flags: TeamFlags, log: (line: string) => void): Promise<TeamSummary> {
   const { tasks, file } = await loadTasks(flags.tasks, { split: flags.split, limit: flags.limit });
-  const corpus = flags.corpus ?? (await findCorpus(flags.tasks));
-  if (!corpus) throw new Error(`--corpus: no corpus.jsonl next to ${flags.tasks}; name one with --corpus`);
+  const corpus = requireCorpus(flags.corpus ?? (await findCorpus(flags.tasks)), flags.tasks);
   const online = flags.model
     ? await endpointProvider({
         baseUrl: flags.model,
