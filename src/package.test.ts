@@ -78,6 +78,7 @@ describe.skipIf(process.env.COA_TEST_PACKAGE !== "1")("the packed tarball, insta
       "engine/coa_engine/__main__.py",
       "engine/coa_engine/specials.json",
       "models/base/checkpoint.json",
+      "models/agent-base/checkpoint.json",
       "README.md",
     ]) {
       expect(shipped).toContain(file);

@@ -37,8 +37,16 @@ it("a demo with a base distills into the base's vocabulary and fine-tunes the ba
     expect.arrayContaining(["--tokenizer", "runs/d/base-compute/last/tokenizer.json"]),
   );
   expect(args(full, "sft")).toEqual(expect.arrayContaining(["--from", "runs/d/base-compute/last"]));
-  const shipped = args(DEMO_PRESETS.quick, "sft");
-  expect(shipped[shipped.indexOf("--from") + 1]).toMatch(/models\/base$/);
+  const from = (p: DemoPreset) => {
+    const sft = args(p, "sft");
+    return sft[sft.indexOf("--from") + 1];
+  };
+  expect(from(DEMO_PRESETS.default)).toMatch(/models\/base$/);
+  // The quick preset's 250 SFT steps start from the base that already knows the protocol.
+  expect(from(DEMO_PRESETS.quick)).toMatch(/models\/agent-base$/);
+  expect(args(DEMO_PRESETS.quick, "distill")).toEqual(
+    expect.arrayContaining([expect.stringMatching(/models\/agent-base\/tokenizer\.json$/)]),
+  );
   const fresh = { ...DEMO_PRESETS.quick, base: "none" as const };
   expect(args(fresh, "sft")).toEqual(expect.arrayContaining(["--preset", fresh.modelPreset]));
   expect(args(fresh, "distill")).toEqual(expect.arrayContaining(["--tokenizer", `bpe:${fresh.bpeVocab}`]));

@@ -21,6 +21,8 @@ export const DemoPreset = z.object({
   base: z.enum(["none", "shipped", "pretrain"]),
   /** The shipped base, relative to the package root. */
   baseDir: z.string(),
+  /** What the shipped base was trained on, for the report (its BASE.md has the commands). */
+  baseAbout: z.string(),
   pretrainSeeds: z.string(),
   pretrainSteps: z.number().int().positive(),
   pretrainLr: z.number().positive(),
@@ -129,9 +131,17 @@ export function checkPresetSeeds(p: DemoPreset): DemoPreset {
 /** The base model the package ships (see its BASE.md for the command that made it). */
 export const SHIPPED_BASE = "models/base";
 
+/**
+ * The shipped base mid-trained on the teacher's CoA trajectories of worlds 201-224
+ * (scripts/agent-base.sh): the analog of an LLM that already knows its tool protocol. The quick
+ * preset starts from it, since 250 SFT steps teach the plain base almost nothing (docs/learning.md).
+ */
+export const SHIPPED_AGENT_BASE = "models/agent-base";
+
 /** The shipped base's pretraining (scripts/pretrain-base.sh); `--full` pretrains its own model size with the same worlds, stages, steps, rates and batch. */
 const BASE_RECIPE = {
   baseDir: SHIPPED_BASE,
+  baseAbout: "pretrained on generated text of other worlds",
   pretrainSeeds: "201-240",
   pretrainSteps: 1500,
   pretrainLr: 3e-3,
@@ -175,6 +185,9 @@ export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
     name: "quick",
     base: "shipped",
     ...BASE_RECIPE,
+    baseDir: SHIPPED_AGENT_BASE,
+    baseAbout:
+      "the shipped base mid-trained on the teacher's CoA trajectories of other worlds (201-224), so it knows the protocol before its SFT",
     worldSize: "small",
     seed: 1,
     trainSeeds: "101-124",

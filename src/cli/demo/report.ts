@@ -217,12 +217,11 @@ export interface StageTiming {
   seconds: number;
 }
 
-const BASE_WORDS: Record<DemoPreset["base"], string> = {
-  none: "the student started from random weights",
-  shipped:
-    "the student started from the base model the package ships, pretrained on other worlds (models/base/BASE.md)",
-  pretrain: "the student started from a base this demo pretrained on other worlds",
-};
+function baseWords(p: DemoPreset): string {
+  if (p.base === "none") return "the student started from random weights";
+  if (p.base === "pretrain") return "the student started from a base this demo pretrained on other worlds";
+  return `the student started from the base model the package ships in ${p.baseDir}, ${p.baseAbout} (${p.baseDir}/BASE.md)`;
+}
 
 const TEAM_NAME = "Same team on @openai/agents (expert driver)";
 
@@ -349,7 +348,7 @@ export async function writeDemoReport(
         blocks: [
           {
             kind: "text",
-            text: `${preset.evalTasks} test tasks of a generated world the student never saw (seed ${preset.seed}, size ${preset.worldSize}; the teacher's SFT data and RL came from worlds ${preset.trainSeeds}; ${BASE_WORDS[preset.base]}), k=${preset.evalK}, temperature ${preset.evalTemperature}${preset.evalTemperature === 0 ? " (greedy)" : ""}. Tokens are counted with the student model's tokenizer (\`${tokenizer.name}\`) for every system; "tokens / task" is what an API would bill: each model call's whole input context plus its output; "with a prefix cache" counts each token once per context it is first computed in (what a serving engine like vLLM actually computes). The teacher is the **expert driver**, a deterministic programmatic stand-in for a strong LLM that uses the same real tools.${team ? " The same team rebuilt on a real agent framework (`coa team`: @openai/agents agents, handoffs and function tools, played by the expert driver) is billed for what the framework sends at each model call: instructions, tool schemas, history and handoff context (docs/import.md)." : ""}`,
+            text: `${preset.evalTasks} test tasks of a generated world the student never saw (seed ${preset.seed}, size ${preset.worldSize}; the teacher's SFT data and RL came from worlds ${preset.trainSeeds}; ${baseWords(preset)}), k=${preset.evalK}, temperature ${preset.evalTemperature}${preset.evalTemperature === 0 ? " (greedy)" : ""}. Tokens are counted with the student model's tokenizer (\`${tokenizer.name}\`) for every system; "tokens / task" is what an API would bill: each model call's whole input context plus its output; "with a prefix cache" counts each token once per context it is first computed in (what a serving engine like vLLM actually computes). The teacher is the **expert driver**, a deterministic programmatic stand-in for a strong LLM that uses the same real tools.${team ? " The same team rebuilt on a real agent framework (`coa team`: @openai/agents agents, handoffs and function tools, played by the expert driver) is billed for what the framework sends at each model call: instructions, tool schemas, history and handoff context (docs/import.md)." : ""}`,
           },
           resultsTable(rows),
           { kind: "text", text: findings.join("\n\n") },
