@@ -3,7 +3,7 @@
 # CoA trajectories the teacher MAS wrote on the train split of 24 of the base's own pretraining
 # worlds (seeds 201-224: never the demo's training worlds 101-124 nor its test world 1), with the
 # default demo's SFT recipe, then a weights-only release. World 240 (held out of the base's
-# pretraining too) gives the learning curve. About 35 minutes on 2 CPU cores. Bits differ between
+# pretraining too) gives the learning curve. About 30 minutes on 2 CPU cores. Bits differ between
 # CPUs (fp32 or bf16 kernels), the procedure does not. models/agent-base/BASE.md records what it measured.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -191,6 +191,10 @@ describe("demo report", () => {
       "| task kind | Teacher MAS (pass@1) | Framework team (pass@1) | AFM-SFT (pass@1) |",
     );
     expect(markdown).toContain(`counted with the student model's tokenizer (\`${bpe.name}\`)`);
+    // The report says which shipped base the student started from, and what that base learned.
+    expect(markdown).toContain(
+      "the student started from the base model the package ships in models/agent-base, the shipped base mid-trained on the teacher's CoA trajectories of other worlds (201-224)",
+    );
     expect(markdown).toContain(
       "RL's paired gain over SFT (avg@1 per task, on the same 2 test tasks): **+0.0 points** (95% CI +0.0 to +0.0 points); the interval includes 0, so no gain is shown. Target ≥ +5 points with the interval above 0: **not reached**.",
     );

@@ -217,6 +217,7 @@ export interface StageTiming {
   seconds: number;
 }
 
+/** Where the student started, as the report's set-up line says it. */
 function baseWords(p: DemoPreset): string {
   if (p.base === "none") return "the student started from random weights";
   if (p.base === "pretrain") return "the student started from a base this demo pretrained on other worlds";
