@@ -9,7 +9,11 @@ import { checkPresetSeeds, DEMO_PRESETS, DemoPreset } from "../demo/presets.js";
 import { type StageTiming, writeDemoReport } from "../demo/report.js";
 import { demoRlConfig, demoStages, runStage } from "../demo/stages.js";
 
-async function readDone(file: string, preset: DemoPreset): Promise<StageTiming[]> {
+/**
+ * The stages a demo folder has finished, for a run with `preset`; a folder of another preset, or one
+ * started with other settings (a `--config`, or a preset changed since), is refused, naming them.
+ */
+export async function readDemoProgress(file: string, preset: DemoPreset): Promise<StageTiming[]> {
   const raw = await readFile(file, "utf8").catch(() => null);
   if (raw === null) return [];
   const parsed = ARTIFACTS.demoProgress.schema.safeParse(JSON.parse(raw));
@@ -18,17 +22,33 @@ async function readDone(file: string, preset: DemoPreset): Promise<StageTiming[]
     throw new Error(
       `${path.dirname(file)} holds a --${parsed.data.preset} demo; use another --out or the same preset`,
     );
-  if (parsed.data.settings && JSON.stringify(parsed.data.settings) !== JSON.stringify(preset))
+  const changed = parsed.data.settings ? changedSettings(parsed.data.settings, preset) : [];
+  if (changed.length) {
+    const listed =
+      changed.slice(0, 6).join("; ") + (changed.length > 6 ? `; ${changed.length - 6} more` : "");
     throw new Error(
-      `${path.dirname(file)} was started with other settings (--config); use another --out or the same settings`,
+      `${path.dirname(file)} was started with other settings (${listed}): a --config, or a preset changed since; use another --out or the same settings`,
     );
+  }
   return parsed.data.done;
+}
+
+/** `field was → now` for each setting that differs between a folder's recorded settings and `preset`. */
+function changedSettings(recorded: Record<string, unknown>, preset: DemoPreset): string[] {
+  const now: Record<string, unknown> = preset;
+  const shown = (v: unknown) => {
+    const text = v === undefined ? "unset" : JSON.stringify(v);
+    return text.length > 40 ? `${text.slice(0, 39)}…` : text;
+  };
+  return [...new Set([...Object.keys(recorded), ...Object.keys(now)])]
+    .filter((k) => JSON.stringify(recorded[k]) !== JSON.stringify(now[k]))
+    .map((k) => `${k} ${shown(recorded[k])} → ${shown(now[k])}`);
 }
 
 export async function runDemo(preset: DemoPreset, out: string, log: (line: string) => void): Promise<void> {
   await mkdir(out, { recursive: true });
   const doneFile = path.join(out, ARTIFACTS.demoProgress.file);
-  const done = await readDone(doneFile, preset);
+  const done = await readDemoProgress(doneFile, preset);
   const stages = demoStages(preset, out);
   log(
     `coa demo --${preset.name}: ${stages.length} stages into ${out}; about ${preset.estimateMinutes} min on 2 cores` +

@@ -276,4 +276,20 @@ describe("demo --config", () => {
     await writeFile(file, JSON.stringify({ sftSteps: -1 }));
     await expect(presetWithOverrides(DEMO_PRESETS.default, file)).rejects.toThrow(/sftSteps/);
   });
+
+  it("resumes a folder only with the settings it was started with, and names those that differ", async () => {
+    const { readDemoProgress } = await import("../commands/demo.js");
+    const dir = await mkdtemp(path.join(tmpdir(), "coa-demo-progress-"));
+    const file = path.join(dir, "stages.json");
+    expect(await readDemoProgress(file, DEMO_PRESETS.quick)).toEqual([]);
+    const done = [{ name: "world", title: "generate", seconds: 1 }];
+    const { baseAbout: _, ...older } = { ...DEMO_PRESETS.quick, sftSteps: 250 };
+    await writeFile(file, JSON.stringify({ preset: "quick", settings: older, done }));
+    await expect(readDemoProgress(file, DEMO_PRESETS.quick)).rejects.toThrow(
+      `was started with other settings (sftSteps 250 → ${DEMO_PRESETS.quick.sftSteps}; baseAbout unset → "the shipped base mid-trained on the te…)`,
+    );
+    await writeFile(file, JSON.stringify({ preset: "quick", settings: DEMO_PRESETS.quick, done }));
+    expect(await readDemoProgress(file, DEMO_PRESETS.quick)).toEqual(done);
+    await expect(readDemoProgress(file, DEMO_PRESETS.default)).rejects.toThrow("holds a --quick demo");
+  });
 });
