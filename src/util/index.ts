@@ -1,4 +1,4 @@
 export { escapeHtml } from "./html.js";
 export { appendJsonl, jsonlLines, jsonlText, readJsonlTolerant, repairJsonlTail } from "./jsonl.js";
 export { mean, pct } from "./numbers.js";
-export { capitalize } from "./text.js";
+export { capitalize, oneLine } from "./text.js";

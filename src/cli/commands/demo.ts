@@ -3,6 +3,7 @@ import path from "node:path";
 import type { Command } from "commander";
 import { readCheckpointManifest } from "../../model/index.js";
 import { LAST_LINK } from "../../train/index.js";
+import { oneLine } from "../../util/index.js";
 import { ARTIFACTS } from "../artifacts.js";
 import { commandArgs } from "../command-args.js";
 import { checkPresetSeeds, DEMO_PRESETS, DemoPreset } from "../demo/presets.js";
@@ -36,10 +37,7 @@ export async function readDemoProgress(file: string, preset: DemoPreset): Promis
 /** `field was → now` for each setting that differs between a folder's recorded settings and `preset`. */
 function changedSettings(recorded: Record<string, unknown>, preset: DemoPreset): string[] {
   const now: Record<string, unknown> = preset;
-  const shown = (v: unknown) => {
-    const text = v === undefined ? "unset" : JSON.stringify(v);
-    return text.length > 40 ? `${text.slice(0, 39)}…` : text;
-  };
+  const shown = (v: unknown) => (v === undefined ? "unset" : oneLine(JSON.stringify(v), 40));
   return [...new Set([...Object.keys(recorded), ...Object.keys(now)])]
     .filter((k) => JSON.stringify(recorded[k]) !== JSON.stringify(now[k]))
     .map((k) => `${k} ${shown(recorded[k])} → ${shown(now[k])}`);

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { type LoadedTasks, loadTasks, printable, TaskKind } from "../../tasks/index.js";
+import { oneLine } from "../../util/index.js";
 
 const QUESTION_CHARS = 160;
 
@@ -7,11 +8,6 @@ function counts(values: string[]): string {
   const tally = new Map<string, number>();
   for (const v of values) tally.set(v, (tally.get(v) ?? 0) + 1);
   return [...tally].map(([k, n]) => `${k} ${n}`).join(", ");
-}
-
-function oneLine(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, " ").trim();
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 
 /** The report `coa tasks inspect` prints: format, counts per kind and source, skipped rows, samples. */
