@@ -1,6 +1,7 @@
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { Command } from "commander";
 import { describe, expect, it } from "vitest";
 import { costSummary, type EvalSummary } from "../../eval/index.js";
@@ -42,7 +43,7 @@ describe("demo stages", () => {
       RlConfig.parse({ ...demoRlConfig(preset, 2048), tasks: "world", out: "rl" });
     const micro = rl(DEMO_PRESETS.default);
     expect(micro.update).toMatchObject({
-      lr: 2e-4,
+      lr: 5e-5,
       clipHigh: 0.2,
       clipLow: 0.2,
       negativeScale: 0,
@@ -275,6 +276,15 @@ describe("demo --config", () => {
     await expect(presetWithOverrides(DEMO_PRESETS.default, file)).rejects.toThrow(/sftStep/);
     await writeFile(file, JSON.stringify({ sftSteps: -1 }));
     await expect(presetWithOverrides(DEMO_PRESETS.default, file)).rejects.toThrow(/sftSteps/);
+  });
+
+  it("examples/demo-plain-base.json runs the default demo from the plain base, with that student's SFT and RL rates", async () => {
+    const { presetWithOverrides } = await import("../commands/demo.js");
+    const file = fileURLToPath(new URL("../../../examples/demo-plain-base.json", import.meta.url));
+    const p = await presetWithOverrides(DEMO_PRESETS.default, file);
+    const sft = commandArgs(demoStages(p, "runs/d").find((s) => s.name === "sft")!.command);
+    expect(sft[sft.indexOf("--from") + 1]).toMatch(/models\/base$/);
+    expect([p.sftLr, p.sftSteps, p.rlLr]).toEqual([2e-3, 2500, 2e-4]);
   });
 
   it("resumes a folder only with the settings it was started with, and names those that differ", async () => {
