@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces models/agent-base, the base `coa demo --quick` starts from: models/base mid-trained on
+# Reproduces models/agent-base, the base `coa demo` and `--quick` start from: models/base mid-trained on
 # CoA trajectories the teacher MAS wrote on the train split of 24 of the base's own pretraining
 # worlds (seeds 201-224: never the demo's training worlds 101-124 nor its test world 1), with the
 # default demo's SFT recipe, then a weights-only release. World 240 (held out of the base's

@@ -245,7 +245,7 @@ export const DEMO_PRESETS: Record<DemoPreset["name"], DemoPreset> = {
     sftBatchTokens: 8192,
     distillMaxTokens: 8192,
     sftMaxLength: 2048,
-    rlSteps: 32,
+    rlSteps: 48,
     rlGroupSize: 8,
     rlBatchTasks: 4,
     ...MICRO_RL,
