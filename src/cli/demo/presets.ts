@@ -185,7 +185,7 @@ const BASE_RECIPE = {
  * scale 0); pushing worse samples down is what broke the student at higher rates. Of those better
  * samples, the tokens drawn below p = 0.05 are not pushed up ("Which sampled failures RL should
  * remove"). The rate suits a student fine-tuned from the agent base at 3e-4: the 2e-4 that suited
- * students of the plain base (SFT at 2e-3) lost it points ("RL from the agent base's student").
+ * students of the plain base (SFT at 2e-3) lost it points ("The default demo from the agent base").
  */
 const MICRO_RL = {
   rlLr: 5e-5,
