@@ -139,7 +139,8 @@ export async function run(): Promise<void> {
         const startup = Object.entries(info.matmul_gflops).map(([k, v]) => `${k} ${v} GFLOP/s`);
         console.log(
           `engine: torch ${info.torch}, ${info.dtype}${dtype ? " (pinned by COA_BENCH_ENGINE_DTYPE)" : ""} ` +
-            `(start-up test: ${startup.join(", ") || "skipped"}), ${info.threads} threads`,
+            `(start-up test: ${startup.join(", ") || "skipped"}), ${info.threads} threads, ` +
+            `malloc ${info.malloc?.tuned ? "tuned" : "glibc defaults"}`,
         );
       }
       // Measured around each training run, keeping the best, so a busy moment cannot deflate the

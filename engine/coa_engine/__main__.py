@@ -15,6 +15,7 @@ import threading
 
 import torch
 
+from .allocator import tune_malloc
 from .model import PRESETS
 from .server import EngineServer, log
 
@@ -107,6 +108,8 @@ def main(argv: list[str] | None = None) -> None:
     # which the client quotes in its error: where it died, not only that it did.
     faulthandler.enable()
     args = parse_args(argv)
+    # Before the model's first tensor: every later allocation is served under these settings.
+    tune_malloc()
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     args.threads = args.threads or usable
     args.generation_threads = args.generation_threads or max(1, args.threads - 1)

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from . import checkpoint
+from . import allocator, checkpoint
 from .sampling import ModelGate, Sampler
 from .train import Trainer
 from .worker import counters
@@ -202,6 +202,7 @@ class HFWorker:
             "matmul_gflops": {},
             "threads": torch.get_num_threads(),
             "torch": torch.__version__,
+            "malloc": allocator.state(),
             "checkpoint": self.checkpoint_dir,
             "step": self.trainer.step,
             "optimizer": self.trainer.config.to_json(),

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from . import checkpoint
+from . import allocator, checkpoint
 from .model import ModelConfig, Transformer, preset_config
 from .precision import choose_device, choose_dtype
 from .sampling import CachedDecoder, ModelGate, Sampler
@@ -144,6 +144,7 @@ class Worker:
             "threads": self.gate.threads or torch.get_num_threads(),
             "generation_threads": self.generation_threads or torch.get_num_threads(),
             "torch": torch.__version__,
+            "malloc": allocator.state(),
             "pid": os.getpid(),
             "checkpoint": self.checkpoint_dir,
             "step": t.step,

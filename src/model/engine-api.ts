@@ -115,6 +115,8 @@ export const EngineInfo = z.object({
   threads: z.number().int(),
   generation_threads: z.number().int().optional(),
   torch: z.string(),
+  /** glibc malloc settings applied at start (engine/coa_engine/allocator.py); absent before them. */
+  malloc: z.object({ tuned: z.boolean() }).passthrough().optional(),
   checkpoint: z.string().nullable(),
   step: z.number().int(),
   optimizer: OptimizerConfig,
