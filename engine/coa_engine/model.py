@@ -35,6 +35,11 @@ class ModelConfig:
     def to_json(self) -> dict:
         return asdict(self)
 
+    def projection_shapes(self) -> list[tuple[int, int]]:
+        """(in, out) of each matmul a block and the output make: where a training step's FLOPs go."""
+        d = self.dim
+        return [(d, 3 * d), (d, d), (d, 2 * self.hidden_dim), (self.hidden_dim, d), (d, self.vocab_size)]
+
 
 # Shapes without the vocabulary, which the tokenizer decides. Parameter counts with the 281-token
 # byte vocabulary: micro 0.46M, tiny 4.3M, small 25.8M.

@@ -1,27 +1,43 @@
 """Where and in which arithmetic to run. On a CPU, bf16 autocast where it is fast (AMX, AVX-512
-BF16), fp32 otherwise, decided by timing a small matmul in both at start-up, so the choice follows the
-hardware rather than a flag list. On a CUDA GPU, bf16 wherever the GPU supports it.
+BF16), fp32 otherwise, decided by timing the model's own projections in both at start-up, so the choice
+follows the hardware and the model rather than a flag list. On a CUDA GPU, bf16 wherever the GPU
+supports it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import time
+from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
+
+# Rows of the timed projections: a slice of a training micro-batch (8,192 tokens), large enough that
+# each product runs the kernels training runs, small enough that a measurement takes milliseconds.
+TIMED_ROWS = 512
 
 
-def matmul_flops(dtype: torch.dtype, size: int = 256, seconds: float = 0.05) -> float:
-    """Measured FLOP/s of a square matmul in `dtype`, after a warm-up (the first bf16 calls of a
-    process build their kernels and run up to fifty times slower)."""
-    a, b = torch.randn(size, size).to(dtype), torch.randn(size, size).to(dtype)
-    for _ in range(5):
-        a @ b
+def linear_flops(dtype: torch.dtype, shapes: list[tuple[int, int]], rows: int = TIMED_ROWS, seconds: float = 0.05) -> float:
+    """Measured FLOP/s of `[rows, in] x [in, out]` for each (in, out) of `shapes`, as training computes
+    them: `F.linear` on fp32 weights, under bf16 autocast for bf16 (so each call's weight cast counts).
+    After a warm-up: a process's first bf16 calls build their kernels and run up to fifty times slower."""
+    weights = [torch.randn(n_out, n_in) * 0.02 for n_in, n_out in shapes]
+    inputs = [torch.randn(rows, n_in) for n_in, _ in shapes]
+
+    def run() -> None:
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
+            for x, w in zip(inputs, weights):
+                F.linear(x, w)
+
+    for _ in range(2):
+        run()
     reps, start = 0, time.perf_counter()
-    while (elapsed := time.perf_counter() - start) < seconds or reps < 3:
-        a @ b
+    while (elapsed := time.perf_counter() - start) < seconds or reps < 2:
+        run()
         reps += 1
-    return 2 * size**3 * reps / elapsed
+    return 2 * rows * sum(i * o for i, o in shapes) * reps / elapsed
 
 
 def choose_device(requested: str) -> str:
@@ -35,18 +51,61 @@ def choose_device(requested: str) -> str:
     return requested
 
 
-def choose_dtype(requested: str, device: str = "cpu") -> tuple[str, dict[str, float]]:
-    """`requested` is "auto", "fp32" or "bf16"; returns the choice and the GFLOP/s measured for it."""
+@contextlib.contextmanager
+def one_thread():
+    """torch and OpenBLAS (whose own thread pool ignores torch's setting) on one thread for the block.
+
+    Which dtype's kernels are faster is a property of one core; timing it on several lets a moment of
+    load decide instead: on a 2-core machine a busy core stalls every multi-threaded matmul while one
+    thread waits for it. With a busy-loop on the other core, six start-ups on two threads measured bf16
+    at 4.5-292 and fp32 at 8-98 GFLOP/s (one chose fp32 at 8.4 against 4.5); on one thread bf16 held
+    356-363 in five of six."""
+    threads = torch.get_num_threads()
+    try:
+        blas = ctypes.CDLL("libblas.so.3")
+        get_blas, set_blas = blas.openblas_get_num_threads, blas.openblas_set_num_threads
+    except (OSError, AttributeError):  # another BLAS, or another platform: nothing to pin
+        get_blas = set_blas = None
+    blas_threads = get_blas() if get_blas else None
+    torch.set_num_threads(1)
+    if set_blas:
+        set_blas(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+        if set_blas:
+            set_blas(blas_threads)
+
+
+# Rounds of timing, alternating the two dtypes: at least MIN_ROUNDS, and more (up to MAX_ROUNDS) while
+# either dtype's two best rounds differ by more than STABLE, so that a moment of load (which only ever
+# slows a round down) cannot decide the arithmetic of a whole run.
+MIN_ROUNDS, MAX_ROUNDS, STABLE = 3, 8, 1.25
+
+
+def choose_dtype(
+    requested: str,
+    device: str = "cpu",
+    shapes: list[tuple[int, int]] | None = None,
+    measure: Callable[[torch.dtype, list[tuple[int, int]]], float] = linear_flops,
+) -> tuple[str, dict[str, float]]:
+    """`requested` is "auto", "fp32" or "bf16"; returns the choice and the best GFLOP/s measured for each
+    dtype on `shapes`, the model's projections (default: one 256 x 256 product), on one thread."""
     measured: dict[str, float] = {}
     if requested == "auto" and device == "cuda":
         return ("bf16" if torch.cuda.is_bf16_supported() else "fp32"), measured
     if requested == "auto":
-        # Best of three alternating rounds, so that a moment of load on a shared machine cannot
-        # decide the arithmetic of the whole run.
-        measured = {"fp32": 0.0, "bf16": 0.0}
-        for _ in range(3):
-            for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
-                measured[name] = max(measured[name], matmul_flops(dtype) / 1e9)
+        shapes = shapes or [(256, 256)]
+        rounds: dict[str, list[float]] = {"fp32": [], "bf16": []}
+        with one_thread():
+            for n in range(MAX_ROUNDS):
+                for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+                    rounds[name].append(measure(dtype, shapes) / 1e9)
+                best_two = {k: sorted(v)[-2:] for k, v in rounds.items()}
+                if n + 1 >= MIN_ROUNDS and all(hi <= STABLE * lo for lo, hi in best_two.values()):
+                    break
+        measured = {k: max(v) for k, v in rounds.items()}
         # bf16 must win clearly: it also costs accuracy.
         return ("bf16" if measured["bf16"] > 1.2 * measured["fp32"] else "fp32"), measured
     if requested not in ("fp32", "bf16"):

@@ -67,7 +67,7 @@ class Worker:
         generation_threads: int | None = None,
     ):
         self.device = choose_device(device)
-        self.dtype, self.dtype_gflops = choose_dtype(dtype, self.device)
+        self.requested_dtype = dtype
         self.expected_tags = tags
         self.gate = ModelGate(threads)
         self.generation_threads = generation_threads
@@ -79,6 +79,7 @@ class Worker:
             torch.manual_seed(seed)
             self.preset = preset or "tiny"
             config = preset_config(self.preset, self.tokenizer.vocab_size, max_seq_len)
+            self._choose_dtype(config)
             self._install(Transformer(config).to(self.device))
             self.checkpoint_dir = None
         if prefix_cache_mb is None:
@@ -183,6 +184,11 @@ class Worker:
         return {"dir": self.checkpoint_dir, "step": self.trainer.step, "preset": self.preset,
                 "params": self.model.num_params()}
 
+    def _choose_dtype(self, config: ModelConfig) -> None:
+        """Once per process, on the first model's own projections (a later load keeps the choice)."""
+        if not hasattr(self, "dtype"):
+            self.dtype, self.dtype_gflops = choose_dtype(self.requested_dtype, self.device, config.projection_shapes())
+
     def _load(self, folder: str, max_seq_len: int | None = None) -> None:
         """`max_seq_len` gives the model another context than it was saved with: rotary positions
         hold no weights, so a base pretrained on short sequences can be fine-tuned on longer ones."""
@@ -201,6 +207,7 @@ class Worker:
         model = Transformer(ModelConfig(**{**manifest["model"], **({"max_seq_len": max_seq_len} if max_seq_len else {})}))
         model.load_state_dict(tensors["model"])
         model.to(self.device)
+        self._choose_dtype(model.config)
         trainer = Trainer(model, self.dtype, OptimizerConfig(**manifest.get("optimizer", {})))
         # A released base ships weights only: training from it starts with fresh optimizer moments.
         if "optimizer" in tensors:

@@ -109,7 +109,7 @@ export const EngineInfo = z.object({
   tokenizer: z.object({ name: z.string(), vocab_size: z.number().int() }),
   device: z.string(),
   dtype: z.string(),
-  /** Matmul speed measured at start-up per dtype, which decided `dtype`. */
+  /** GFLOP/s of the model's projections measured at start-up per dtype (one thread), which decided `dtype`. */
   matmul_gflops: z.record(z.string(), z.number()),
   /** torch threads of training and scoring, and of generation (fewer: the client runs beside it). */
   threads: z.number().int(),

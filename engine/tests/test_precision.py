@@ -1,0 +1,72 @@
+"""The dtype choice at start: timed on the model's own projections, on one thread, measured again while
+a moment of load leaves the rounds in disagreement."""
+
+import unittest
+
+import torch
+
+from coa_engine.model import preset_config
+from coa_engine.precision import MAX_ROUNDS, MIN_ROUNDS, choose_dtype, linear_flops, one_thread
+
+
+def scripted(fp32: list[float], bf16: list[float]):
+    """A `measure` that returns these GFLOP/s round by round and records what it was asked."""
+    calls: list[tuple[torch.dtype, list, int]] = []
+
+    def measure(dtype, shapes):
+        calls.append((dtype, shapes, torch.get_num_threads()))
+        series = bf16 if dtype == torch.bfloat16 else fp32
+        return series[min((len(calls) - 1) // 2, len(series) - 1)] * 1e9
+
+    return measure, calls
+
+
+class DtypeChoiceTest(unittest.TestCase):
+    shapes = preset_config("micro", 281).projection_shapes()
+
+    def test_times_the_models_projections_on_one_thread(self):
+        measure, calls = scripted([100.0], [400.0])
+        before = torch.get_num_threads()
+        choice, measured = choose_dtype("auto", "cpu", self.shapes, measure)
+        self.assertEqual((choice, measured), ("bf16", {"fp32": 100.0, "bf16": 400.0}))
+        self.assertEqual(len(calls), 2 * MIN_ROUNDS)  # agreeing rounds: no more than the minimum
+        self.assertTrue(all(shapes == self.shapes and threads == 1 for _, shapes, threads in calls))
+        self.assertEqual(torch.get_num_threads(), before)
+
+    def test_a_stalled_round_is_outvoted_by_more_rounds(self):
+        # bf16 stalls in two of its first three rounds (another process held the core): its two best
+        # disagree, so a fourth round is timed, which agrees with the one good round.
+        measure, calls = scripted([150.0], [21.0, 450.0, 21.0, 455.0])
+        choice, measured = choose_dtype("auto", "cpu", self.shapes, measure)
+        self.assertEqual(choice, "bf16")
+        self.assertEqual(measured["bf16"], 455.0)
+        self.assertEqual(len(calls), 2 * 4)
+
+    def test_rounds_are_bounded_when_they_never_agree(self):
+        # fp32 keeps getting faster, 1.3x a round: its two best rounds never agree within 1.25x.
+        measure, calls = scripted([10.0 * 1.3**n for n in range(MAX_ROUNDS)], [50.0])
+        self.assertEqual(choose_dtype("auto", "cpu", self.shapes, measure)[0], "fp32")
+        self.assertEqual(len(calls), 2 * MAX_ROUNDS)
+
+    def test_bf16_must_win_clearly(self):
+        measure, _ = scripted([100.0], [115.0])
+        self.assertEqual(choose_dtype("auto", "cpu", self.shapes, measure)[0], "fp32")
+
+    def test_an_explicit_dtype_is_not_timed(self):
+        measure, calls = scripted([100.0], [400.0])
+        self.assertEqual(choose_dtype("fp32", "cpu", self.shapes, measure), ("fp32", {}))
+        self.assertEqual(calls, [])
+        with self.assertRaisesRegex(ValueError, "auto, fp32 or bf16"):
+            choose_dtype("fp16")
+
+    def test_measures_real_flops_and_restores_threads(self):
+        before = torch.get_num_threads()
+        with one_thread():
+            self.assertEqual(torch.get_num_threads(), 1)
+            flops = linear_flops(torch.float32, self.shapes, rows=64, seconds=0.01)
+        self.assertEqual(torch.get_num_threads(), before)
+        self.assertGreater(flops, 1e8)
+
+
+if __name__ == "__main__":
+    unittest.main()
