@@ -249,15 +249,14 @@ class CachedDecoder:
     def extend(
         self, prompt: list[int], keys: list[torch.Tensor], values: list[torch.Tensor], start: int, capacity: int
     ) -> tuple[KVCache, torch.Tensor]:
-        """One row whose first `start` positions' keys and values ([heads, >= start, head_dim] per layer)
-        are known: copies them and prefills only `prompt[start:]`. Returns the cache and last logits [1, V]."""
+        """One row whose first `start` positions' keys and values (per layer, as `KVCache.row` copied
+        them, of at least `start` positions) are known: copies them and prefills only `prompt[start:]`.
+        Returns the cache and last logits [1, V]."""
         device = self.model.rope_cos.device
         cache = KVCache.empty(
             self.model.config, 1, capacity, self.cache_dtype, device, holding=len(prompt)
         )
-        for layer, (k, v) in enumerate(zip(keys, values)):
-            cache.keys[layer][0, :, :start] = k[:, :start]
-            cache.values[layer][0, :, :start] = v[:, :start]
+        cache.put_row(0, keys, values, start)
         ids = torch.tensor([prompt[start:]], dtype=torch.long, device=device)
         with autocast(self.dtype, device.type):
             logits = self.model.extend(ids, cache, start)
@@ -285,7 +284,7 @@ def common_prefix(a: list[int], b: list[int]) -> int:
 @dataclass(eq=False)
 class _Entry:
     ids: list[int]
-    keys: list[torch.Tensor]  # per layer [heads, len(ids), head_dim]
+    keys: list[torch.Tensor]  # per layer, as `KVCache.row` copies them (len(ids) positions)
     values: list[torch.Tensor]
     nbytes: int
 
@@ -646,9 +645,7 @@ class Sampler:
             ids = r.prompt + r.ids[:-1]
             assert len(ids) == n, (len(ids), n)
             room = None if self.max_kv_bytes is None else self.max_kv_bytes - self.kv_bytes
-            self.prefix_cache.store(
-                ids, [k[i, :, :n].clone() for k in cache.keys], [v[i, :, :n].clone() for v in cache.values], room
-            )
+            self.prefix_cache.store(ids, *cache.row(i, n), room)
 
     def _prefill(self, jobs: list[_Job]):
         """Runs each distinct prompt once, in length-sorted chunks, then copies its cache to each of its

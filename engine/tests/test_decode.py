@@ -133,7 +133,7 @@ class DecodeMaskTest(unittest.TestCase):
                             for layer in range(model.config.n_layers):
                                 for i, n in enumerate(lens.tolist()):
                                     cache.keys[layer][i, :, n:] = garbage
-                                    cache.values[layer][i, :, n:] = garbage
+                                    cache.values[layer][i, ..., n:] = garbage  # positions last
                         steps = [model.decode(torch.tensor([95, 96][:rows]), cache).float() for _ in range(4)]
                         outs.append(torch.stack(steps))
                 self.assertTrue(torch.isfinite(outs[1]).all())

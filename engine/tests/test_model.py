@@ -77,6 +77,24 @@ class ModelTest(unittest.TestCase):
             torch.testing.assert_close(merged.keys[0][0, :, :3], a.keys[0][1, :, :3])
             torch.testing.assert_close(merged.keys[0][1, :, :2], b.keys[0][0, :, :2])
 
+    def test_cache_layout_round_trips(self):
+        """Values lie positions last (the decode step's fast layout); `write`, `attended`, `row` and
+        `put_row` give back what was written, in the model's [rows, heads, positions, head_dim]."""
+        model = micro_model()
+        c = model.config
+        cache = KVCache.empty(c, 2, 16, torch.float32)
+        k, v = torch.randn(2, c.n_heads, 5, c.head_dim), torch.randn(2, c.n_heads, 5, c.head_dim)
+        cache.write(0, k, v, start=3)
+        self.assertEqual(tuple(cache.values[0].shape), (2, c.n_heads, c.head_dim, 16))
+        keys, values = cache.attended(0, 8)
+        torch.testing.assert_close(keys[:, :, 3:8], k, rtol=0, atol=0)
+        torch.testing.assert_close(values[:, :, 3:8], v, rtol=0, atol=0)
+        self.assertTrue(bool((values[:, :, :3] == 0).all()))
+        other = KVCache.empty(c, 1, 16, torch.float32)
+        other.put_row(0, *cache.row(1, 8), 8)
+        torch.testing.assert_close(other.attended(0, 8)[1][0], values[1], rtol=0, atol=0)
+        torch.testing.assert_close(other.attended(0, 8)[0][0], keys[1], rtol=0, atol=0)
+
     def test_cache_compact_and_merge_work_in_place(self):
         """Rows leave by moving the last ones into the gaps and join into the room they left: the
         allocation is reused, and every kept row keeps its keys, values and length."""
@@ -96,7 +114,7 @@ class ModelTest(unittest.TestCase):
             self.assertEqual((cache.rows, cache.allocated_rows, cache.capacity), (4, 4, 10))
             self.assertEqual(cache.keys[0].data_ptr(), storage)
             self.assertEqual(cache.lens.tolist(), [3, 1, 3, 2])
-            torch.testing.assert_close(cache.values[0][3, :, :2], extra.values[0][0, :, :2])
+            torch.testing.assert_close(cache.values[0][3, ..., :2], extra.values[0][0, ..., :2])
             torch.testing.assert_close(cache.keys[1][1], before[1][3])
             cache.merge(extra)  # past the allocation: it grows to exactly the rows held
             self.assertEqual((cache.rows, cache.allocated_rows), (5, 5))
