@@ -70,6 +70,19 @@ def query_blocks(length: int) -> list[tuple[int, int]]:
     return [(first, min(length, first + QUERY_BLOCK)) for first in range(0, length, QUERY_BLOCK)]
 
 
+# A prefix-cache hit (`Transformer.extend`) prefills its new ids padded to a multiple of EXTEND_BLOCK,
+# in blocks of that many queries, each over the keys up to a multiple of EXTEND_BLOCK (masked past each
+# query's position), so that its GEMM shapes repeat across requests. In bf16 oneDNN builds a kernel for
+# every new shape, about 1 ms each, and agent turns extend by every length over every prefix length:
+# through the sampler (`CachedDecoder.extend`, `micro`, 20-250 new ids after 400-1,400 cached, random)
+# an extend took 9.1-9.6 ms before and 7.6-7.9 ms in these blocks (docs/engine.md).
+EXTEND_BLOCK = 64
+
+
+def round_up(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple
+
+
 class RMSNorm(nn.Module):
     def __init__(self, dim: int, eps: float):
         super().__init__()
@@ -277,7 +290,17 @@ class Attention(nn.Module):
         if cache is not None:
             cache.write(layer, k, v, start)
         if cache is not None and start:
-            k, v = (x.to(q.dtype) for x in cache.attended(layer, start + t))
+            # Keys up to a multiple of EXTEND_BLOCK past the new ids (`bias` masks what lies beyond
+            # each query; what the allocation holds there is finite), so that the shapes repeat.
+            width = min(cache.positions, round_up(start + t, EXTEND_BLOCK))
+            k, v = (x.to(q.dtype) for x in cache.attended(layer, width))
+            blocks = [
+                (first, last, min(width, round_up(start + last, EXTEND_BLOCK)))
+                for first in range(0, t, EXTEND_BLOCK)
+                for last in [min(t, first + EXTEND_BLOCK)]
+            ]
+        else:
+            blocks = [(first, last, last) for first, last in query_blocks(t)]
         span = k.shape[2]
         if x.is_cuda and span == t and hasattr(F, "scaled_dot_product_attention"):
             # Full causal attention over the whole sequence (training, prefill): the fused kernel,
@@ -287,10 +310,8 @@ class Attention(nn.Module):
         # Causal attention in blocks of queries, each over only the keys it may see: the masked half
         # of the score matrix is never computed, cast or stored, and each block's scores stay in
         # cache. Every row's arithmetic is the one it had over the whole matrix.
-        known = span - t  # keys before the first query (a prefix-cache hit)
         ys = []
-        for first, last in query_blocks(t):
-            seen = known + last
+        for first, last, seen in blocks:
             ys.append(self._attend(q[:, :, first:last], k[:, :, :seen], v[:, :, :seen], bias[..., first:last, :seen]))
         y = ys[0] if len(ys) == 1 else torch.cat(ys, dim=2)
         return self.out(y.transpose(1, 2).reshape(b, t, -1))
@@ -395,20 +416,28 @@ class Transformer(nn.Module):
             )
         return self.logits(x if at is None else x[at])
 
-    def extend(self, ids: torch.Tensor, cache: KVCache, start: int) -> torch.Tensor:
+    def extend(self, ids: torch.Tensor, cache: KVCache, start: int, last: bool = False) -> torch.Tensor:
         """Logits [B, T, V] for `ids` [B, T] at positions start..start+T-1, attending to the `start`
-        positions already in `cache` (a prefix-cache hit): the prefill of only a prompt's new tokens."""
+        positions already in `cache` (a prefix-cache hit): the prefill of only a prompt's new tokens.
+        With `last`, only the last position's, [B, V] (what sampling starts from).
+
+        The ids are padded to a multiple of EXTEND_BLOCK where the cache has room: the padding's keys
+        and values land past the rows' lengths, where the tokens decoded next overwrite them, and no
+        real position attends to them (they come after it)."""
         t = ids.shape[1]
         if start + t > cache.capacity:
             raise ValueError("KV cache is too small for the extended prompt")
-        cache.reserve(start + t)
-        cos, sin = self.rope_cos[start : start + t][None, None], self.rope_sin[start : start + t][None, None]
-        bias = torch.full((t, start + t), float("-inf"), device=ids.device).triu(start + 1)
-        x = self.embed(ids)
+        room = min(cache.capacity, self.config.max_seq_len) - start
+        padded = min(round_up(t, EXTEND_BLOCK), room)
+        cache.reserve(start + padded)
+        cos, sin = (r[start : start + padded][None, None] for r in (self.rope_cos, self.rope_sin))
+        # -inf on every key after a query's position, over all the positions the cache holds.
+        bias = torch.full((padded, cache.positions), float("-inf"), device=ids.device).triu(start + 1)
+        x = self.embed(F.pad(ids, (0, padded - t), value=0))
         for i, block in enumerate(self.blocks):
             x = block(x, cos, sin, bias, i, cache, start=start)
         cache.lens = torch.full((ids.shape[0],), start + t, dtype=torch.long, device=ids.device)
-        return self.logits(x)
+        return self.logits(x[:, t - 1] if last else x[:, :t])
 
     def decode(self, ids: torch.Tensor, cache: KVCache, weights: DecodeWeights | None = None) -> torch.Tensor:
         """Logits [B, V] for one new token per row (ids: [B]), each at position `cache.lens[b]`.

@@ -77,6 +77,24 @@ class ModelTest(unittest.TestCase):
             torch.testing.assert_close(merged.keys[0][0, :, :3], a.keys[0][1, :, :3])
             torch.testing.assert_close(merged.keys[0][1, :, :2], b.keys[0][0, :, :2])
 
+    def test_extend_pads_its_new_ids_to_a_block_and_stays_exact(self):
+        """80 new ids after 150 cached are prefilled as 128 (EXTEND_BLOCK): the real positions' logits,
+        the row's length and the next decoded token are those of the unpadded sequence."""
+        self.assertEqual(model_module.EXTEND_BLOCK, 64)
+        model = micro_model(max_seq_len=512)
+        ids = torch.randint(3, TOKENIZER.vocab_size, (1, 230))
+        with torch.no_grad():
+            full = model(torch.cat((ids, torch.tensor([[7]])), dim=1))
+            for last in (False, True):
+                cache = KVCache.empty(model.config, 1, 400, torch.float32)
+                model(ids[:, :150], cache)
+                out = model.extend(ids[:, 150:], cache, 150, last=last)
+                self.assertEqual(cache.lens.tolist(), [230])
+                self.assertGreaterEqual(cache.positions, 150 + 128)
+                expected = full[:, 229] if last else full[:, 150:230]
+                torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+                torch.testing.assert_close(model.decode(torch.tensor([7]), cache), full[:, 230], atol=1e-5, rtol=1e-5)
+
     def test_cache_layout_round_trips(self):
         """Values lie positions last (the decode step's fast layout); `write`, `attended`, `row` and
         `put_row` give back what was written, in the model's [rows, heads, positions, head_dim]."""
