@@ -467,7 +467,8 @@ class Transformer(nn.Module):
             bias = torch.zeros((), device=ids.device)  # every row sees its whole prefix
         else:
             future = torch.arange(width, device=ids.device)[None, None, :] > pos[:, None, None]
-            bias = torch.zeros(b, 1, width, device=ids.device).masked_fill(future, float("-inf"))
+            # In the matmul dtype (0 and -inf are exact in it): autocast would cast it in every layer.
+            bias = torch.zeros(b, 1, width, dtype=w.dtype, device=ids.device).masked_fill(future, float("-inf"))
             bias = bias.repeat_interleave(h, dim=0)
         scale = 1.0 / math.sqrt(hd)
         x = self.embed(ids)
@@ -489,7 +490,9 @@ class Transformer(nn.Module):
             # else autocast casts them for the matmuls, a no-op for a cache already in its dtype.
             k, vt = k.reshape(b * h, width, hd), vt.reshape(b * h, hd, width)
             scores = torch.baddbmm(bias, q.reshape(b * h, 1, hd), k.transpose(1, 2), alpha=scale)
-            y = torch.softmax(scores.float(), dim=-1).type_as(q) @ vt.transpose(1, 2)
+            # In the scores' dtype: torch's bf16 softmax computes in fp32 and rounds once, the bits of
+            # an fp32 softmax cast back, without the two casts (as `Attention._attend` does).
+            y = torch.softmax(scores, dim=-1) @ vt.transpose(1, 2)
             x = x + y.reshape(b, h * hd) @ lw[1]
             gate, up = (block.ffn_norm(x) @ lw[2]).chunk(2, dim=-1)
             x = x + (F.silu(gate) * up) @ lw[3]
