@@ -184,15 +184,15 @@ class KVCache:
         """Moves the rows held into a new allocation of `rows` rows and `positions` positions."""
         held_rows, held = self.rows, self.positions
 
-        def grown(t: torch.Tensor, shape: tuple[int, ...], at: tuple) -> torch.Tensor:
+        def grown(t: torch.Tensor, dim: int) -> torch.Tensor:  # dim: where the positions are
+            shape = list(t.shape)
+            shape[0], shape[dim] = rows, positions
             out = t.new_zeros(shape)
-            out[at] = t[at]
+            out[:held_rows].narrow(dim, 0, held).copy_(t[:held_rows].narrow(dim, 0, held))
             return out
 
-        self._keys = [grown(k, (rows, k.shape[1], positions, k.shape[3]), _keys_at(held_rows, held)) for k in self._keys]
-        self._values = [
-            grown(v, (rows, v.shape[1], v.shape[2], positions), _values_at(held_rows, held)) for v in self._values
-        ]
+        self._keys = [grown(k, 2) for k in self._keys]
+        self._values = [grown(v, 3) for v in self._values]
         self._view(held_rows)
 
     def select(self, index: torch.Tensor) -> KVCache:
@@ -262,14 +262,6 @@ class KVCache:
         for layer, (k, v) in enumerate(zip(keys, values)):
             self.keys[layer][i, :, :n] = k[:, :n]
             self.values[layer][i, ..., :n] = v[..., :n]
-
-
-def _keys_at(rows: int, positions: int) -> tuple:
-    return (slice(rows), slice(None), slice(positions))
-
-
-def _values_at(rows: int, positions: int) -> tuple:
-    return (slice(rows), Ellipsis, slice(positions))
 
 
 class Attention(nn.Module):
