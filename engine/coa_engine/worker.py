@@ -185,7 +185,7 @@ class Worker:
                 "params": self.model.num_params()}
 
     def _choose_dtype(self, config: ModelConfig) -> None:
-        """Once per process, on the first model's own projections (a later load keeps the choice)."""
+        """Once per engine, on its first model's own projections (a later load keeps the choice)."""
         if not hasattr(self, "dtype"):
             self.dtype, self.dtype_gflops = choose_dtype(self.requested_dtype, self.device, config.projection_shapes())
 
