@@ -92,8 +92,10 @@ class ModelTest(unittest.TestCase):
                 self.assertEqual(cache.lens.tolist(), [230])
                 self.assertGreaterEqual(cache.positions, 150 + 128)
                 expected = full[:, 229] if last else full[:, 150:230]
-                torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
-                torch.testing.assert_close(model.decode(torch.tensor([7]), cache), full[:, 230], atol=1e-5, rtol=1e-5)
+                # Other GEMM shapes, other last bits (the decode test above allows 1e-4 too); a pad
+                # attended to would move these logits by far more.
+                torch.testing.assert_close(out, expected, atol=1e-4, rtol=1e-4)
+                torch.testing.assert_close(model.decode(torch.tensor([7]), cache), full[:, 230], atol=1e-4, rtol=1e-4)
 
     def test_cache_layout_round_trips(self):
         """Values lie positions last (the decode step's fast layout); `write`, `attended`, `row` and
