@@ -5,8 +5,8 @@ every allocation above a (self-adjusting) threshold from a fresh `mmap`. torch's
 malloc, so a decode step or a training step that allocates a few hundred KiB of scores or activations
 and frees them again gets new pages each time, and each new page is a page fault. On the virtual
 machines this project runs on, those faults cost more than the arithmetic: a `micro` decode step at
-eval shapes took 14.7 ms with glibc's defaults and 4.5 ms with these settings, and `small`'s SFT step
-ran 1.8x faster (docs/engine.md, "Memory allocation").
+eval shapes took 14.7 ms with glibc's defaults and 4.5 ms with these settings, and the bench's `small`
+training step ran 20-30% faster in alternated runs (docs/engine.md, "Memory allocation").
 
 The settings keep freed memory in the process for reuse: no trimming of a heap's top, `mmap` only for
 single allocations over 32 MiB (glibc's largest threshold, which also switches off its adjustment), and

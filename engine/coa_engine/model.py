@@ -65,9 +65,11 @@ def preset_config(name: str, vocab_size: int, max_seq_len: int | None = None) ->
 QUERY_BLOCK = 256
 
 
-def query_blocks(length: int) -> list[tuple[int, int]]:
-    """The [first, last) query ranges causal attention over `length` positions is computed in."""
-    return [(first, min(length, first + QUERY_BLOCK)) for first in range(0, length, QUERY_BLOCK)]
+def query_blocks(length: int, size: int | None = None) -> list[tuple[int, int]]:
+    """The [first, last) query ranges causal attention over `length` positions is computed in, `size`
+    queries each (default QUERY_BLOCK)."""
+    size = size or QUERY_BLOCK
+    return [(first, min(length, first + size)) for first in range(0, length, size)]
 
 
 # A prefix-cache hit (`Transformer.extend`) prefills its new ids padded to a multiple of EXTEND_BLOCK,
@@ -285,11 +287,10 @@ class Attention(nn.Module):
             # Keys up to a multiple of EXTEND_BLOCK past the new ids (`bias` masks what lies beyond
             # each query; what the allocation holds there is finite), so that the shapes repeat.
             width = min(cache.positions, round_up(start + t, EXTEND_BLOCK))
-            k, v = (x.to(q.dtype) for x in cache.attended(layer, width))
+            k, v = (kv.to(q.dtype) for kv in cache.attended(layer, width))
             blocks = [
                 (first, last, min(width, round_up(start + last, EXTEND_BLOCK)))
-                for first in range(0, t, EXTEND_BLOCK)
-                for last in [min(t, first + EXTEND_BLOCK)]
+                for first, last in query_blocks(t, EXTEND_BLOCK)
             ]
         else:
             blocks = [(first, last, last) for first, last in query_blocks(t)]

@@ -15,9 +15,9 @@ from coa_engine.allocator import SETTINGS, tune_malloc
 ENGINE_ROOT = Path(__file__).resolve().parents[1]
 
 
-def has_mallopt() -> bool:
+def libc_has(symbol: str) -> bool:
     try:
-        return hasattr(ctypes.CDLL(None), "mallopt")
+        return hasattr(ctypes.CDLL(None), symbol)
     except OSError:
         return False
 
@@ -64,14 +64,7 @@ print(json.dumps({"mapped": mapped, "heap_after_free": after.arena, "size": size
 """
 
 
-def has_mallinfo2() -> bool:
-    try:
-        return hasattr(ctypes.CDLL(None), "mallinfo2")
-    except OSError:
-        return False
-
-
-@unittest.skipUnless(has_mallopt(), "needs glibc's mallopt")
+@unittest.skipUnless(libc_has("mallopt"), "needs glibc's mallopt")
 class MallocSettingsTest(unittest.TestCase):
     def test_applies_every_setting(self):
         state = run_python(TUNE)
@@ -87,7 +80,7 @@ class MallocSettingsTest(unittest.TestCase):
         state = run_python(TUNE, COA_ENGINE_MALLOC="glibc")
         self.assertEqual(state, {"tuned": False, "reason": "COA_ENGINE_MALLOC=glibc"})
 
-    @unittest.skipUnless(has_mallinfo2(), "needs glibc 2.33's mallinfo2")
+    @unittest.skipUnless(libc_has("mallinfo2"), "needs glibc 2.33's mallinfo2")
     def test_a_freed_block_stays_in_the_heap_for_reuse(self):
         tuned, default = run_python(BLOCK), run_python(BLOCK, COA_ENGINE_MALLOC="glibc")
         self.assertEqual(tuned["mapped"], 0)  # from the heap, not a mapping of its own
