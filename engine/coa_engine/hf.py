@@ -76,8 +76,10 @@ class HFCausalLM(nn.Module):
         self.hf = hf
         self.recompute_blocks = False
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        return self.hf(input_ids=ids).logits
+    def forward(self, ids: torch.Tensor, at: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits [B, T, V], or [N, V] at the positions `at` marks (`Transformer.forward`'s contract)."""
+        logits = self.hf(input_ids=ids).logits
+        return logits if at is None else logits[at]
 
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())

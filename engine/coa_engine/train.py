@@ -102,6 +102,9 @@ class Trainer:
         self.model, self.dtype = model, dtype
         self.config = config or OptimizerConfig()
         self.device = next(model.parameters()).device
+        # The engine's own model's shape; None for a Hugging Face model (`HFCausalLM`), which never
+        # recomputes attention blocks in the backward pass (the engine's own attention does).
+        self.shape = getattr(model, "config", None)
         decay = [p for p in model.parameters() if p.dim() >= 2]
         rest = [p for p in model.parameters() if p.dim() < 2]
         self.optimizer = torch.optim.AdamW(
@@ -259,7 +262,9 @@ class Trainer:
         try:
             for part, ids, mask in self._parts(seqs, micro_batch_tokens):
                 rows, length = ids.shape
-                self.model.recompute_blocks = attention_bytes(self.model.config, rows, length) > ACTIVATION_BUDGET_BYTES
+                self.model.recompute_blocks = self.shape is not None and (
+                    attention_bytes(self.shape, rows, length) > ACTIVATION_BUDGET_BYTES
+                )
                 loss_fn(part, ids, mask).backward()
         finally:
             self.model.recompute_blocks = False
