@@ -1,12 +1,14 @@
 """The dtype choice at start: timed on the model's own projections, on one thread, measured again while
 a moment of load leaves the rounds in disagreement."""
 
+import threading
 import unittest
+from unittest import mock
 
 import torch
 
 from coa_engine.model import preset_config
-from coa_engine.precision import MAX_ROUNDS, MIN_ROUNDS, choose_dtype, linear_flops, one_thread
+from coa_engine.precision import MAX_ROUNDS, MIN_ROUNDS, autocast, choose_dtype, linear_flops, one_thread
 
 
 def scripted(fp32: list[float], bf16: list[float]):
@@ -66,6 +68,43 @@ class DtypeChoiceTest(unittest.TestCase):
             flops = linear_flops(torch.float32, self.shapes, rows=64, seconds=0.01)
         self.assertEqual(torch.get_num_threads(), before)
         self.assertGreater(flops, 1e8)
+
+
+class AutocastTest(unittest.TestCase):
+    def test_a_thread_builds_its_context_once(self):
+        """Building a torch.autocast looks for torch_xla on disk; a decode step enters the context every
+        time, so each thread keeps the ones it built."""
+
+        def enter_many() -> int:
+            with mock.patch("torch.cuda.amp.common.amp_definitely_not_available", return_value=True) as probe:
+                for _ in range(10):
+                    with autocast("bf16"):
+                        self.assertTrue(torch.is_autocast_cpu_enabled())
+                return probe.call_count
+
+        built: list[int] = []
+        worker = threading.Thread(target=lambda: built.append(enter_many()))
+        worker.start()
+        worker.join()
+        self.assertEqual(built, [1])
+        self.assertLessEqual(enter_many(), 1)  # this thread may have built one already
+
+    def test_nesting_and_errors_restore_the_state(self):
+        self.assertFalse(torch.is_autocast_cpu_enabled())
+        with autocast("bf16"):
+            with autocast("bf16"):
+                self.assertTrue(torch.is_autocast_cpu_enabled())
+                self.assertEqual(torch.get_autocast_cpu_dtype(), torch.bfloat16)
+            self.assertTrue(torch.is_autocast_cpu_enabled())
+        self.assertFalse(torch.is_autocast_cpu_enabled())
+        with self.assertRaises(ValueError), autocast("bf16"):
+            raise ValueError("inside")
+        self.assertFalse(torch.is_autocast_cpu_enabled())
+        with autocast("fp32"):
+            self.assertFalse(torch.is_autocast_cpu_enabled())
+        x = torch.ones(2, 2)
+        with autocast("bf16"):
+            self.assertEqual((x @ x).dtype, torch.bfloat16)
 
 
 if __name__ == "__main__":
