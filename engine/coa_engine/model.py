@@ -210,10 +210,19 @@ class KVCache:
         """Keeps the rows `order` in that order, in place: row j becomes row order[j]. Only rows that
         move are copied, so an `order` that leaves kept rows where they are and fills the gaps from
         the end (as `Sampler` builds it) copies the fewest."""
-        moved = torch.nonzero(order != torch.arange(len(order), device=order.device))[:, 0]
-        if len(moved):
-            source = order.index_select(0, moved)
-            for t in (*self._keys, *self._values):
+        moves = [(j, i) for j, i in enumerate(order.tolist()) if i != j]
+        tensors = (*self._keys, *self._values)
+        if not {j for j, _ in moves} & {i for _, i in moves}:
+            # No moved row is read after it is written (the sampler's case): each row copied straight
+            # into its place, without gathering the moved rows into a temporary first (0.31 -> 0.06 ms
+            # for one `micro` row of 1,400 positions).
+            for t in tensors:
+                for j, i in moves:
+                    t[j].copy_(t[i])
+        else:
+            moved = torch.tensor([j for j, _ in moves], device=order.device)
+            source = torch.tensor([i for _, i in moves], device=order.device)
+            for t in tensors:
                 t.index_copy_(0, moved, t.index_select(0, source))
         self.lens = self.lens.index_select(0, order)
         self._view(len(order))

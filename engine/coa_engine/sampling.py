@@ -709,19 +709,25 @@ class Sampler:
         device = logits.device
         temperature = torch.tensor([r.params.temperature for r in rows], dtype=torch.float32, device=device)
         top_p = torch.tensor([r.params.top_p for r in rows], dtype=torch.float32, device=device)
-        uniform = torch.stack(
-            [torch.rand((), generator=r.generator) if r.generator else torch.zeros(()) for r in rows]
-        ).to(device)
+        # Python floats, not a tensor per row: a greedy row draws nothing, and the per-row tensors and
+        # their stack cost more than the draws (the float32 values are the same either way).
+        uniform = torch.tensor(
+            [float(torch.rand((), generator=r.generator)) if r.generator else 0.0 for r in rows],
+            dtype=torch.float32,
+            device=device,
+        )
         tokens, logp = sample(logits, temperature, top_p, uniform)
         chosen = logp.gather(1, tokens[:, None])[:, 0].tolist()
         k = max(r.params.top_logprobs for r in rows)
+        # The alternatives as lists once for all rows, rather than two tensor slices per row and step.
         top = logp.topk(k, dim=-1) if k else None
+        top_ids, top_logps = (top.indices.tolist(), top.values.tolist()) if top is not None else ([], [])
         for i, (r, t) in enumerate(zip(rows, tokens.tolist())):
             r.ids.append(t)
             r.logprobs.append(chosen[i])
             if r.params.top_logprobs:
                 kk = r.params.top_logprobs
-                r.top.append(list(zip(top.indices[i, :kk].tolist(), top.values[i, :kk].tolist())))
+                r.top.append(list(zip(top_ids[i][:kk], top_logps[i][:kk])))
             added = self.tokenizer.token_bytes(t)
             r.text += added
             hit = find_stop(r.text, len(added), r.stops) if added and r.stops else None

@@ -141,6 +141,18 @@ class ModelTest(unittest.TestCase):
             for j, source in enumerate([0, 3, 2]):
                 torch.testing.assert_close(cache.keys[1][j, :, :3], before[1][source][:, :3])
 
+    def test_cache_compact_takes_any_order(self):
+        """The sampler's orders copy each moved row straight into its place; an order whose moved rows
+        are also read (a swap, a repeat) reads them all before writing any."""
+        model = micro_model()
+        with torch.no_grad():
+            cache = KVCache.empty(model.config, 3, 8, torch.float32)
+            model(torch.tensor([[1, 2, 3], [1, 4, 5], [1, 6, 7]]), cache)
+            before = [k.clone() for k in cache.keys]
+            cache.compact(torch.tensor([2, 0, 0]))
+            for j, source in enumerate([2, 0, 0]):
+                torch.testing.assert_close(cache.keys[0][j], before[0][source], rtol=0, atol=0)
+
     def test_cache_grows_as_rows_decode(self):
         """A cache that allocates only what its rows hold grows in steps of GROW_POSITIONS as they
         decode, never past its capacity, and decodes what a fully allocated one does: bit for bit in
