@@ -1,4 +1,8 @@
 import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { engineRoot, findPython, pythonCandidates } from "./engine-python.js";
@@ -17,6 +21,28 @@ describe("findPython", () => {
     expect((err as Error).message).toMatch(/\/nonexistent\/python3 \(not found\)/);
     expect((err as Error).message).toMatch(/apt-get install python3-torch libopenblas0-pthread/);
     expect((err as Error).message).toMatch(/COA_PYTHON/);
+  });
+
+  it("finds torch without importing it (the engine imports it once, itself)", async () => {
+    const { python } = await findPython();
+    // A `torch` first on the path that leaves a mark when imported: the probe must find it and not run it.
+    const dir = await mkdtemp(path.join(tmpdir(), "coa-probe-"));
+    const mark = path.join(dir, "imported");
+    await mkdir(path.join(dir, "torch"));
+    await writeFile(path.join(dir, "torch", "__init__.py"), `open(${JSON.stringify(mark)}, "w").close()\n`);
+    const before = process.env.PYTHONPATH;
+    process.env.PYTHONPATH = dir;
+    try {
+      // Another candidate list than the call above, so the remembered answer is not reused.
+      const found = await findPython([python, "/nonexistent/python3"]);
+      expect(found.python).toBe(python);
+      expect(found.torch).not.toBe("");
+      expect(existsSync(mark)).toBe(false);
+    } finally {
+      if (before === undefined) delete process.env.PYTHONPATH;
+      else process.env.PYTHONPATH = before;
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 
