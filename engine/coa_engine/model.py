@@ -81,6 +81,17 @@ def query_blocks(length: int, size: int | None = None) -> list[tuple[int, int]]:
 EXTEND_BLOCK = 64
 
 
+def matmul_dtype(device: torch.device) -> torch.dtype:
+    """The dtype autocast gives matmuls on `device` now (fp32 without autocast). Attention masks are
+    built in it: 0 and -inf are exact in bf16, and a mask already in it is not cast again by every
+    block's `baddbmm` under autocast."""
+    if device.type == "cpu" and torch.is_autocast_cpu_enabled():
+        return torch.get_autocast_cpu_dtype()
+    if device.type == "cuda" and torch.is_autocast_enabled():
+        return torch.get_autocast_gpu_dtype()
+    return torch.float32
+
+
 def round_up(n: int, multiple: int) -> int:
     return -(-n // multiple) * multiple
 
@@ -327,7 +338,7 @@ class Attention(nn.Module):
         k3 = k.reshape(b * h, span, hd).contiguous()
         v3 = v.reshape(b * h, span, hd).contiguous()
         # Scale, mask and QK^T in one GEMM call.
-        scores = torch.baddbmm(bias.contiguous(), q3, k3.transpose(1, 2), alpha=1.0 / math.sqrt(hd))
+        scores = torch.baddbmm(bias, q3, k3.transpose(1, 2), alpha=1.0 / math.sqrt(hd))
         # In the scores' own dtype: torch's bf16 softmax computes in fp32 inside and rounds once, so
         # its output equals softmax-in-fp32-then-cast bit for bit, without the two casts each way
         # (5x faster forward and backward on micro's shapes; the gradient differs within bf16 rounding).
@@ -403,7 +414,7 @@ class Transformer(nn.Module):
         if t > self.config.max_seq_len:
             raise ValueError(f"sequence of {t} tokens exceeds the context of {self.config.max_seq_len}")
         cos, sin = self.rope_cos[:t][None, None], self.rope_sin[:t][None, None]
-        bias = torch.full((t, t), float("-inf"), device=ids.device).triu(1)
+        bias = torch.full((t, t), float("-inf"), dtype=matmul_dtype(ids.device), device=ids.device).triu(1)
         if cache is not None:
             cache.reserve(t)
         x = self.embed(ids)
@@ -434,7 +445,9 @@ class Transformer(nn.Module):
         cache.reserve(start + padded)
         cos, sin = (r[start : start + padded][None, None] for r in (self.rope_cos, self.rope_sin))
         # -inf on every key after a query's position, over all the positions the cache holds.
-        bias = torch.full((padded, cache.positions), float("-inf"), device=ids.device).triu(start + 1)
+        bias = torch.full(
+            (padded, cache.positions), float("-inf"), dtype=matmul_dtype(ids.device), device=ids.device
+        ).triu(start + 1)
         x = self.embed(F.pad(ids, (0, padded - t), value=0))
         for i, block in enumerate(self.blocks):
             x = block(x, cos, sin, bias, i, cache, start=start)
@@ -504,12 +517,8 @@ class Transformer(nn.Module):
     def decode_weights(self) -> DecodeWeights:
         """The decode layout of the current weights, for the autocast dtype in effect. Rebuilt when a
         parameter changes (an optimizer step or a load bumps its version) or the dtype does."""
-        dtype = torch.float32
         device = self.embed.weight.device
-        if device.type == "cpu" and torch.is_autocast_cpu_enabled():
-            dtype = torch.get_autocast_cpu_dtype()
-        elif device.type == "cuda" and torch.is_autocast_enabled():
-            dtype = torch.get_autocast_gpu_dtype()
+        dtype = matmul_dtype(device)
         key = (dtype, device, tuple((p._version, p.data_ptr()) for p in self.parameters()))
         cached = getattr(self, "_decode_weights", None)
         if cached is None or cached.key != key:
