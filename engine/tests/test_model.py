@@ -3,7 +3,8 @@ import unittest
 import torch
 
 from coa_engine import model as model_module
-from coa_engine.model import PRESETS, KVCache, Transformer, preset_config
+from coa_engine.model import PRESETS, KVCache, Transformer, matmul_dtype, preset_config
+from coa_engine.precision import autocast
 from coa_engine.precision import autocast
 
 from .helpers import TOKENIZER, micro_model
@@ -140,6 +141,15 @@ class ModelTest(unittest.TestCase):
             self.assertEqual((cache.rows, cache.allocated_rows), (5, 5))
             for j, source in enumerate([0, 3, 2]):
                 torch.testing.assert_close(cache.keys[1][j, :, :3], before[1][source][:, :3])
+
+    def test_masks_are_built_in_the_matmul_dtype(self):
+        """Under bf16 autocast an attention mask is bf16 (0 and -inf are exact), so no block casts it."""
+        cpu = torch.device("cpu")
+        self.assertEqual(matmul_dtype(cpu), torch.float32)
+        with autocast("bf16"):
+            self.assertEqual(matmul_dtype(cpu), torch.bfloat16)
+        with autocast("fp32"):
+            self.assertEqual(matmul_dtype(cpu), torch.float32)
 
     def test_cache_compact_takes_any_order(self):
         """The sampler's orders copy each moved row straight into its place; an order whose moved rows
