@@ -5,7 +5,6 @@ import torch
 from coa_engine import model as model_module
 from coa_engine.model import PRESETS, KVCache, Transformer, matmul_dtype, preset_config
 from coa_engine.precision import autocast
-from coa_engine.precision import autocast
 
 from .helpers import TOKENIZER, micro_model
 
