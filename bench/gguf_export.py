@@ -23,8 +23,10 @@ from coa_engine.model import Transformer, preset_config
 from coa_engine.sampling import CachedDecoder
 from onnx_step import PROMPT, engine_decode
 
-# The concurrent round of `npm run bench -- engine`: 32 prompts of 24 + i ids, 128 new tokens each.
-ROWS, ROW_TOKENS = 32, 128
+# The concurrent round of `npm run bench -- engine`: 32 prompts of 24 + i ids, 128 new tokens each
+# (handed to bench/llama-cpp.ts in the reference, so both runtimes decode the same batch).
+BATCH_PROMPTS = [[3 + (j * 7 + i) % 250 for j in range(24 + i)] for i in range(32)]
+BATCH_TOKENS = 128
 
 GGUF_MAGIC, GGUF_VERSION, ALIGNMENT = b"GGUF", 3, 32
 # GGUF value types used here, and its tensor types F32 and BF16.
@@ -123,17 +125,17 @@ def write_gguf(model: Transformer, path: str, bf16: bool = False) -> None:
 
 
 def engine_batch_rate(model: Transformer, dtype: str) -> float:
-    """Tokens per second of the engine's decoder on ROWS rows at once (in process, one thread), best
-    of three: what an engine batch of that many concurrent requests computes, without HTTP."""
+    """Tokens per second of the engine's decoder on BATCH_PROMPTS at once (in process, one thread),
+    best of three: what an engine batch of that many concurrent requests computes, without HTTP."""
     decoder, best = CachedDecoder(model, dtype), 0.0
-    prompts = [[3 + (j * 7 + i) % 250 for j in range(24 + i)] for i in range(ROWS)]
+    capacity = max(map(len, BATCH_PROMPTS)) + BATCH_TOKENS
     with torch.inference_mode():
         for _ in range(3):
             started = time.perf_counter()
-            cache, logits = decoder.prefill(prompts, 24 + ROWS + ROW_TOKENS)
-            for _ in range(ROW_TOKENS):
+            cache, logits = decoder.prefill(BATCH_PROMPTS, capacity)
+            for _ in range(BATCH_TOKENS):
                 logits = decoder.decode(cache, logits.argmax(-1))
-            best = max(best, ROWS * ROW_TOKENS / (time.perf_counter() - started))
+            best = max(best, len(BATCH_PROMPTS) * BATCH_TOKENS / (time.perf_counter() - started))
     return best
 
 
@@ -155,6 +157,8 @@ def main() -> None:
                 "logprobs": {"fp32": logprobs, "bf16": bf16_logprobs},
                 "torch_tokens_per_s": {"fp32": fp32, "bf16": bf16},
                 "torch_batch_tokens_per_s": {d: engine_batch_rate(model, d) for d in ("fp32", "bf16")},
+                "batch_prompts": BATCH_PROMPTS,
+                "batch_tokens": BATCH_TOKENS,
             }
         )
     )

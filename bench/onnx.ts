@@ -5,16 +5,10 @@
 // and its install script downloads GPU files): `npm install --no-save --ignore-scripts
 // onnxruntime-node`, then `npm run bench -- onnx`.
 
-import { execFile } from "node:child_process";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
-import { findPython } from "../src/model/index.js";
-
-const exec = promisify(execFile);
-const REPO = fileURLToPath(new URL("..", import.meta.url));
+import { pythonReference } from "./python-reference.js";
 
 /** What this bench uses of onnxruntime-node's API. */
 interface Ort {
@@ -77,15 +71,10 @@ export async function run(): Promise<void> {
     console.log(`skipped: ${name} is not installed (npm install --no-save --ignore-scripts ${name})`);
     return;
   }
-  const { python } = await findPython();
   const dir = await mkdtemp(join(tmpdir(), "coa-bench-onnx-"));
   for (const preset of ["micro", "tiny"]) {
     const file = join(dir, `${preset}.onnx`);
-    const { stdout } = await exec(python, [join(REPO, "bench", "onnx_step.py"), preset, file], {
-      env: { ...process.env, PYTHONPATH: join(REPO, "engine") },
-      timeout: 600_000,
-    });
-    const ref = JSON.parse(stdout.trim().split("\n").at(-1)!) as Reference;
+    const ref = await pythonReference<Reference>("onnx_step.py", [preset, file]);
     const torch = ref.torch_tokens_per_s;
     const parts = [
       `torch (engine decode, 1 thread) fp32 ${torch.fp32.toFixed(0)}, bf16 ${torch.bf16.toFixed(0)}`,
