@@ -67,7 +67,8 @@ class Worker:
         generation_threads: int | None = None,
     ):
         self.device = choose_device(device)
-        self.requested_dtype = dtype
+        # Chosen on the first model's own projections (`_choose_dtype`), then kept for every later load.
+        self.requested_dtype, self.dtype, self.dtype_gflops = dtype, None, {}
         self.expected_tags = tags
         self.gate = ModelGate(threads)
         self.generation_threads = generation_threads
@@ -186,7 +187,7 @@ class Worker:
 
     def _choose_dtype(self, config: ModelConfig) -> None:
         """Once per engine, on its first model's own projections (a later load keeps the choice)."""
-        if not hasattr(self, "dtype"):
+        if self.dtype is None:
             self.dtype, self.dtype_gflops = choose_dtype(self.requested_dtype, self.device, config.projection_shapes())
 
     def _load(self, folder: str, max_seq_len: int | None = None) -> None:
