@@ -8,7 +8,7 @@ import unittest
 import torch
 import torch.nn.functional as F
 
-from coa_engine.model import KVCache
+from coa_engine.model import KVCache, RowWeights
 from coa_engine.precision import autocast
 from coa_engine.sampling import CachedDecoder, ModelGate, PrefixCache, Sampler, SamplingParams, common_prefix
 from coa_engine.train import Sequence, Trainer
@@ -95,7 +95,7 @@ class GreedyMatchesFullForwardTest(unittest.TestCase):
             cache = KVCache.empty(model.config, 1, 32, torch.float32)
             model(torch.tensor([prompt]), cache)
             stepped = model.decode(torch.tensor([95]), cache).float()
-            self.assertEqual(model.decode_weights().embed_t.dtype, torch.bfloat16)
+            self.assertEqual(model.decode_weights().output.dtype, torch.bfloat16)
             full = model(torch.tensor([prompt + [95]]))[0, -1].float()
         torch.testing.assert_close(stepped[0], full, atol=2e-2, rtol=2e-2)
         # A bf16 cache holds exactly what autocast would cast an fp32 cache to: identical logits.
@@ -107,7 +107,33 @@ class GreedyMatchesFullForwardTest(unittest.TestCase):
                 outs.append(torch.stack([model.decode(torch.tensor([95, 96]), cache).float() for _ in range(3)]))
         self.assertTrue(torch.equal(outs[0], outs[1]))
         with torch.no_grad():
-            self.assertEqual(model.decode_weights().embed_t.dtype, torch.float32)
+            self.assertEqual(model.decode_weights().output.dtype, torch.float32)
+
+
+    def test_one_row_projects_with_matrix_vector_products(self):
+        """A step of one row projects with `RowWeights` (`torch.mv`): the parameters themselves in fp32;
+        under bf16, fp32 copies of the bf16-rounded weights, each product rounding its input and output
+        to bf16 as a bf16 matmul does (the other tests hold its steps against the full forward pass)."""
+        model = micro_model(seed=9)
+        qkv = model.blocks[0].attn.qkv.weight
+        with torch.no_grad():
+            batched = model.decode_weights()
+            self.assertIs(batched.for_rows(2), batched)
+            fp32 = batched.for_rows(1)
+            self.assertIsInstance(fp32, RowWeights)
+            self.assertEqual(fp32.layers[0][0].data_ptr(), qkv.data_ptr())  # no copy
+            with autocast("bf16"):
+                bf16 = model.decode_weights().for_rows(1)
+            self.assertTrue(torch.equal(bf16.layers[0][0], qkv.bfloat16().float()))
+            x = torch.randn(1, qkv.shape[1])
+            out = bf16.project(x, bf16.layers[0][0])
+            self.assertEqual(out.dtype, torch.bfloat16)
+            # The bf16 rounding (half of 2^-8 relative) of an fp32 sum of exact products (each off by
+            # at most n * 2^-24 of the sum of magnitudes, n = 128 here), with a factor of two to spare.
+            terms = x.bfloat16().double()[0] * qkv.bfloat16().double()
+            exact = terms.sum(-1)
+            bound = exact.abs() * 2**-8 + terms.abs().sum(-1) * 2**-15
+            self.assertTrue(((out[0].double() - exact).abs() <= bound).all())
 
 
 class DecodeMaskTest(unittest.TestCase):
