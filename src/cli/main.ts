@@ -1,5 +1,5 @@
 import { Command } from "commander";
-import { commands } from "./commands/index.js";
+import { registerCommands } from "./commands/index.js";
 
 const program = new Command()
   .name("coa")
@@ -9,11 +9,11 @@ const program = new Command()
   .showHelpAfterError()
   .showSuggestionAfterError();
 
-for (const register of commands) register(program);
-
-program.parseAsync(process.argv).catch((err: unknown) => {
-  const message = err instanceof Error ? err.message : String(err);
-  process.stderr.write(`coa: ${message}\n`);
-  if (process.env.COA_DEBUG && err instanceof Error) process.stderr.write(`${err.stack}\n`);
-  process.exitCode = 1;
-});
+registerCommands(program, process.argv[2])
+  .then(() => program.parseAsync(process.argv))
+  .catch((err: unknown) => {
+    const message = err instanceof Error ? err.message : String(err);
+    process.stderr.write(`coa: ${message}\n`);
+    if (process.env.COA_DEBUG && err instanceof Error) process.stderr.write(`${err.stack}\n`);
+    process.exitCode = 1;
+  });

@@ -1,44 +1,41 @@
 import type { Command } from "commander";
-import { register as compareCosts } from "./compare-costs.js";
-import { register as demo } from "./demo.js";
-import { register as distill } from "./distill.js";
-import { register as engine } from "./engine.js";
-import { register as evalCommand } from "./eval.js";
-import { register as importCommand } from "./import.js";
-import { register as indexCorpus } from "./index-corpus.js";
-import { register as run } from "./run.js";
-import { register as search } from "./search.js";
-import { register as serve } from "./serve.js";
-import { register as tasks } from "./tasks.js";
-import { register as teach } from "./teach.js";
-import { register as team } from "./team.js";
-import { register as tools } from "./tools.js";
-import { register as train } from "./train.js";
-import { register as validate } from "./validate.js";
-import { register as view } from "./view.js";
-import { register as world } from "./world.js";
 
 /** Each subcommand module exports one `register` that adds itself to the program. */
 export type RegisterCommand = (program: Command) => void;
 
-/** In pipeline order, which is the order `coa --help` lists them. */
-export const commands: RegisterCommand[] = [
-  demo,
-  world,
-  tasks,
-  indexCorpus,
-  search,
-  run,
-  serve,
-  teach,
-  team,
-  importCommand,
-  distill,
-  train,
-  evalCommand,
-  compareCosts,
-  engine,
-  validate,
-  view,
-  tools,
+interface CommandModule {
+  /** The top-level command its module registers. */
+  name: string;
+  load: () => Promise<{ register: RegisterCommand }>;
+}
+
+/** In pipeline order, which is the order `coa --help` lists them. Loaded on demand: importing every
+ * module (and the libraries behind them) took 2.6 s of each CLI start through tsx. */
+export const commands: CommandModule[] = [
+  { name: "demo", load: () => import("./demo.js") },
+  { name: "world", load: () => import("./world.js") },
+  { name: "tasks", load: () => import("./tasks.js") },
+  { name: "index", load: () => import("./index-corpus.js") },
+  { name: "search", load: () => import("./search.js") },
+  { name: "run", load: () => import("./run.js") },
+  { name: "serve", load: () => import("./serve.js") },
+  { name: "teach", load: () => import("./teach.js") },
+  { name: "team", load: () => import("./team.js") },
+  { name: "import", load: () => import("./import.js") },
+  { name: "distill", load: () => import("./distill.js") },
+  { name: "train", load: () => import("./train.js") },
+  { name: "eval", load: () => import("./eval.js") },
+  { name: "compare-costs", load: () => import("./compare-costs.js") },
+  { name: "engine", load: () => import("./engine.js") },
+  { name: "validate", load: () => import("./validate.js") },
+  { name: "view", load: () => import("./view.js") },
+  { name: "tools", load: () => import("./tools.js") },
 ];
+
+/** Registers the command `name` alone when one has that name, so that only its modules load; else
+ * (no name, an option, `help`, a typo) every command, for the help listing and suggestions. */
+export async function registerCommands(program: Command, name?: string): Promise<void> {
+  const named = commands.find((c) => c.name === name);
+  const modules = await Promise.all((named ? [named] : commands).map((c) => c.load()));
+  for (const { register } of modules) register(program);
+}

@@ -10,14 +10,14 @@ import { sampleTrajectory } from "../../server/testing.js";
 import type { MasTrace } from "../../teacher/index.js";
 import { RlConfig } from "../../train/index.js";
 import { commandArgs } from "../command-args.js";
-import { commands } from "../commands/index.js";
+import { registerCommands } from "../commands/index.js";
 import { parseFlags } from "../flags.js";
 import { DEMO_PRESETS } from "./presets.js";
 import { writeDemoReport } from "./report.js";
 import { demoRlConfig, demoStages } from "./stages.js";
 
 describe("demo stages", () => {
-  it("run commands whose own flags parse each stage's arguments back into its typed flags", () => {
+  it("run commands whose own flags parse each stage's arguments back into its typed flags", async () => {
     const presets = [
       DEMO_PRESETS.quick,
       DEMO_PRESETS.default,
@@ -28,7 +28,7 @@ describe("demo stages", () => {
     for (const { name, command } of presets.flatMap((p) => demoStages(p, "runs/demo"))) {
       // A fresh CLI for each stage: commander keeps the values of an earlier parse.
       const program = new Command();
-      for (const register of commands) register(program);
+      await registerCommands(program);
       const cli = command.path.reduce((c, sub) => c.commands.find((s) => s.name() === sub)!, program);
       const { operands, unknown } = cli.parseOptions(commandArgs(command).slice(command.path.length));
       expect(unknown, name).toEqual([]);
