@@ -32,6 +32,22 @@ for n in (512, 1024, 2048):
 print(json.dumps({"flops": best}))
 `;
 
+// One thread's best read rate over a buffer of the given bytes (a vectorized sum over it, repeated):
+// a decode step of one row reads every weight once, so this bounds batch-1 decoding.
+const READ_SCRIPT = `
+import json, sys, time, torch
+torch.set_num_threads(1)
+x = torch.ones(int(sys.argv[1]) // 4)
+x.sum()
+reps, best = max(3, int(2e9 // (4 * x.numel()))), 0.0
+for _ in range(3):
+    t = time.perf_counter()
+    for _ in range(reps):
+        x.sum()
+    best = max(best, 4 * x.numel() * reps / (time.perf_counter() - t))
+print(json.dumps({"bytes_per_s": best}))
+`;
+
 /** Training shape per preset: rows × length per step, timed steps after one warm-up step. */
 const TRAIN: Record<EnginePreset, { rows: number; length: number; steps: number }> = {
   micro: { rows: 8, length: 256, steps: 3 },
@@ -44,6 +60,12 @@ async function peakFlops(threads: number, dtype: string): Promise<number> {
   const { python } = await findPython();
   const { stdout } = await exec(python, ["-c", PEAK_SCRIPT, String(threads), dtype], { timeout: 300_000 });
   return JSON.parse(stdout).flops;
+}
+
+async function readRate(bytes: number): Promise<number> {
+  const { python } = await findPython();
+  const { stdout } = await exec(python, ["-c", READ_SCRIPT, String(bytes)], { timeout: 300_000 });
+  return JSON.parse(stdout).bytes_per_s;
 }
 
 function randomIds(n: number, vocab: number, seed: number): number[] {
@@ -154,10 +176,14 @@ export async function run(): Promise<void> {
       const train = await trainRate(engine, info, preset);
       peak = Math.max(peak, await peakFlops(info.threads, info.dtype));
       const gen = await genRates(engine, preset);
+      // A one-row step projects with fp32 matrices (RowWeights in engine/coa_engine/model.py).
+      const weightBytes = 4 * info.params;
+      const batch1Bound = (await readRate(weightBytes)) / weightBytes;
       console.log(
         `${preset.padEnd(5)} ${(info.params / 1e6).toFixed(2)}M params | train ${train.shape}: ${fmt(train.tokensPerS)} tok/s, ` +
           `${fmt(train.flops / 1e9)} GFLOP/s, MFU ${((100 * train.flops) / peak).toFixed(1)}% | ` +
-          `generate tok/s: batch 1 ${fmt(gen.batch1)}, batch 32 (n=32) ${fmt(gen.batch32)}, ` +
+          `generate tok/s: batch 1 ${fmt(gen.batch1)} (reading its ${fmt(weightBytes / 2 ** 20)} MB of fp32 weights once a token ` +
+          `at one thread's read rate allows ${fmt(batch1Bound)}), batch 32 (n=32) ${fmt(gen.batch32)}, ` +
           `32 concurrent requests (distinct prompts) ${fmt(gen.concurrent32)} first, ${fmt(gen.concurrent32Again)} again | peak RSS ${await peakRssMb(engine.pid)}`,
       );
     } finally {
