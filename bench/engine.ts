@@ -182,7 +182,7 @@ export async function run(): Promise<void> {
       console.log(
         `${preset.padEnd(5)} ${(info.params / 1e6).toFixed(2)}M params | train ${train.shape}: ${fmt(train.tokensPerS)} tok/s, ` +
           `${fmt(train.flops / 1e9)} GFLOP/s, MFU ${((100 * train.flops) / peak).toFixed(1)}% | ` +
-          `generate tok/s: batch 1 ${fmt(gen.batch1)} (reading its ${fmt(weightBytes / 2 ** 20)} MB of fp32 weights once a token ` +
+          `generate tok/s: batch 1 ${fmt(gen.batch1)} (reading its ${fmt(weightBytes / 1e6)} MB of fp32 weights once a token ` +
           `at one thread's read rate allows ${fmt(batch1Bound)}), batch 32 (n=32) ${fmt(gen.batch32)}, ` +
           `32 concurrent requests (distinct prompts) ${fmt(gen.concurrent32)} first, ${fmt(gen.concurrent32Again)} again | peak RSS ${await peakRssMb(engine.pid)}`,
       );
