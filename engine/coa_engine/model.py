@@ -551,17 +551,19 @@ class DecodeWeights:
 
     def __init__(self, model: Transformer, dtype: torch.dtype, key):
         self.key, self.dtype = key, dtype
-        self._model, self._rows = model, None
+        # The [out, in] parameters, each block's in decode's order, then the output projection.
+        self._params = [
+            (b.attn.qkv.weight, b.attn.out.weight, b.ffn.gate_up.weight, b.ffn.down.weight) for b in model.blocks
+        ]
+        self._output_param = model.embed.weight
+        self._rows = None
         with torch.no_grad():
 
             def t(weight: torch.Tensor) -> torch.Tensor:
                 return weight.detach().t().to(dtype).contiguous()
 
-            self.layers = [
-                (t(b.attn.qkv.weight), t(b.attn.out.weight), t(b.ffn.gate_up.weight), t(b.ffn.down.weight))
-                for b in model.blocks
-            ]
-            self.output = t(model.embed.weight)
+            self.layers = [tuple(t(w) for w in ws) for ws in self._params]
+            self.output = t(self._output_param)
 
     @staticmethod
     def project(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
@@ -572,7 +574,7 @@ class DecodeWeights:
         if rows != 1 or self.output.device.type != "cpu":
             return self
         if self._rows is None:  # built at the first single-row step: its memory only where it is used
-            self._rows = RowWeights(self._model, self.dtype)
+            self._rows = RowWeights(self._params, self._output_param, self.dtype)
         return self._rows
 
 
@@ -585,22 +587,19 @@ class RowWeights:
     themselves (no copy); under bf16 they are fp32 copies of the bf16-rounded weights (4 bytes per
     parameter), and each product rounds its input to bf16 and its output back to bf16: the arithmetic
     of a bf16 matmul (exact products, fp32 sums, bf16 result), up to the order of the sums (measured:
-    8 of 97,280 outputs one bf16 step apart). A `tiny` decode step at batch 1, one thread: fp32
-    3.45 -> 1.95 ms, bf16 3.8 -> 2.7 ms (docs/engine.md).
+    8 of 97,280 outputs one bf16 step apart). A `tiny` decode step at batch 1, one thread, in one
+    process: fp32 2.1 -> 1.1 ms, bf16 1.9 -> 1.6 ms (docs/engine.md).
     """
 
-    def __init__(self, model: Transformer, dtype: torch.dtype):
+    def __init__(self, layers: list[tuple[torch.Tensor, ...]], output: torch.Tensor, dtype: torch.dtype):
         self.dtype = dtype
         with torch.no_grad():
 
             def t(weight: torch.Tensor) -> torch.Tensor:
                 return weight.detach().to(dtype).float()  # the parameter itself when dtype is fp32
 
-            self.layers = [
-                (t(b.attn.qkv.weight), t(b.attn.out.weight), t(b.ffn.gate_up.weight), t(b.ffn.down.weight))
-                for b in model.blocks
-            ]
-            self.output = t(model.embed.weight)
+            self.layers = [tuple(t(w) for w in ws) for ws in layers]
+            self.output = t(output)
 
     def project(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         if self.dtype == torch.float32:
