@@ -9,7 +9,9 @@ import ipaddress
 import json
 import math
 import re
+import socket
 import sys
+import threading
 import time
 import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,6 +25,13 @@ from .worker import Worker
 # Generous for a training mini-batch (~70 JSON bytes per policy token: about 900k tokens), small enough
 # that one hostile request cannot fill host memory with parsed Python objects.
 MAX_BODY_BYTES = 64 * 1024 * 1024
+# A connection that sends nothing for this long (idle between requests, or stalled inside one) is
+# closed: without it every idle keep-alive or stalled client held a handler thread for good. Clients
+# drop idle connections sooner (Node's fetch after 4 s, httpx after 5 s).
+IDLE_TIMEOUT_S = 60.0
+# Connections open at once beyond what generation can use (each completion holds one while its rows
+# decode or wait in the queue), for /info, training and the like; past them a connection is refused.
+SPARE_CONNECTIONS = 64
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
 WILDCARDS = frozenset({"0.0.0.0", "::", "[::]"})
 HOST_HEADER = re.compile(r"^(\[[^\]]+\]|[^:]+)(?::(\d+))?$")
@@ -47,6 +56,63 @@ def host_allowed(bind_host: str, port: int, header: str | None) -> bool:
             return False
     bind = bind_host.lower()
     return name in (bind, f"[{bind}]")
+
+
+class ConnectionLimit:
+    """Open connections, each on its own handler thread, counted against a limit."""
+
+    def __init__(self, limit: int):
+        self.limit, self.open, self.peak, self.refused = limit, 0, 0, 0
+        self._lock = threading.Lock()
+
+    def acquire(self) -> bool:
+        with self._lock:
+            if self.open >= self.limit:
+                self.refused += 1
+                return False
+            self.open += 1
+            self.peak = max(self.peak, self.open)
+            return True
+
+    def release(self) -> None:
+        with self._lock:
+            self.open -= 1
+
+    def stats(self) -> dict:
+        return {"open": self.open, "peak": self.peak, "limit": self.limit, "refused": self.refused}
+
+
+def connection_limit(worker: Worker) -> int:
+    """What generation can hold (the sampler's rows and queue, a connection each at most) and spares."""
+    return worker.sampler.max_rows + worker.sampler.max_queued_rows + SPARE_CONNECTIONS
+
+
+def refuse_connection(sock: socket.socket, limit: ConnectionLimit) -> None:
+    """Answers a connection over the limit with a 503 without a handler thread, then reads what the
+    client already sent (without waiting for more) so that closing does not reset the reply away."""
+    body = json.dumps(
+        {
+            "error": {
+                "message": f"the engine has {limit.limit} connections open, its limit (--max-batch and "
+                f"--max-queue rows and {SPARE_CONNECTIONS} more); retry after 1 s",
+                "type": "overloaded_error",
+                "code": "too_many_connections",
+            }
+        }
+    ).encode()
+    head = (
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+    )
+    try:
+        sock.settimeout(1.0)
+        sock.sendall(head.encode() + body)
+        sock.setblocking(False)
+        for _ in range(64):  # at most 4 MiB of an early request
+            if not sock.recv(65536):
+                break
+    except OSError:  # BlockingIOError: nothing more has arrived; or the client is gone
+        pass
 
 
 def completions(w: Worker, body: dict) -> dict:
@@ -173,6 +239,7 @@ ROUTES = {
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "coa-engine"
+    timeout = IDLE_TIMEOUT_S  # per socket read or write; waiting for the model is not one
 
     def do_GET(self):
         self._dispatch("GET")
@@ -232,7 +299,11 @@ class Handler(BaseHTTPRequestHandler):
                 f"request body of {length} bytes is over the {MAX_BODY_BYTES} byte limit; send smaller batches",
                 413,
             )
-        raw = self.rfile.read(length)
+        try:
+            raw = self.rfile.read(length)
+        except TimeoutError as err:
+            self.close_connection = True
+            raise BadRequest(f"the request body stopped arriving for {IDLE_TIMEOUT_S:.0f} s", 408) from err
         try:
             return json.loads(raw or b"{}")
         except ValueError as err:
@@ -256,11 +327,37 @@ class Handler(BaseHTTPRequestHandler):
 
 
 class EngineServer(ThreadingHTTPServer):
+    """One thread per connection, at most `max_connections` (default `connection_limit(worker)`) open
+    at once: past them a connection gets a 503 from the accepting thread and is closed, so a flood of
+    connections cannot grow the threads (and their memory) without bound. `worker.connections` is the
+    count, which /info reports."""
+
     daemon_threads = True
 
-    def __init__(self, worker: Worker, host: str, port: int, log_requests: bool = False):
+    def __init__(
+        self, worker: Worker, host: str, port: int, log_requests: bool = False, max_connections: int | None = None
+    ):
         super().__init__((host, port), Handler)
         self.worker, self.log_requests, self.bind_host = worker, log_requests, host
+        self.connections = ConnectionLimit(max_connections or connection_limit(worker))
+        worker.connections = self.connections
+
+    def process_request(self, request, client_address):
+        if not self.connections.acquire():
+            refuse_connection(request, self.connections)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)  # starts the connection's thread
+        except BaseException:
+            self.connections.release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.connections.release()
 
 
 def finite(value):

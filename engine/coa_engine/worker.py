@@ -73,6 +73,8 @@ class Worker:
         self.gate = ModelGate(threads)
         self.generation_threads = generation_threads
         self.started = time.time()
+        # The HTTP server's open connections against its limit (server.ConnectionLimit), once serving.
+        self.connections = None
         if checkpoint_dir:
             self._load(checkpoint_dir, max_seq_len)
         else:
@@ -156,6 +158,7 @@ class Worker:
             "counters": counters(self.sampler, t),
             "prefix_cache": self.sampler.prefix_cache.stats(),
             "capacity": self.sampler.stats(),
+            **({"connections": self.connections.stats()} if self.connections else {}),
         }
 
     def save(self, folder: str) -> dict:

@@ -1,12 +1,15 @@
-"""Hostile requests against the HTTP layer: forged Host headers (DNS rebinding) and oversized bodies."""
+"""Hostile requests against the HTTP layer: forged Host headers (DNS rebinding), oversized bodies,
+floods of connections and stalled ones."""
 
 import json
 import socket
 import threading
+import time
 import unittest
+from contextlib import contextmanager
 
 from coa_engine import server
-from coa_engine.server import EngineServer, host_allowed
+from coa_engine.server import EngineServer, Handler, host_allowed
 
 
 class StubWorker:
@@ -26,10 +29,29 @@ def exchange(port: int, head: str, body: bytes = b"") -> tuple[int, dict]:
     return int(head_bytes.split()[1]), json.loads(payload)
 
 
+@contextmanager
+def stub_server(max_connections: int):
+    srv = EngineServer(StubWorker(), "127.0.0.1", 0, max_connections=max_connections)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        yield srv, srv.server_address[1]
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def wait_for(condition, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        time.sleep(0.01)
+
+
 class HostileRequestTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.server = EngineServer(StubWorker(), "127.0.0.1", 0)
+        cls.server = EngineServer(StubWorker(), "127.0.0.1", 0, max_connections=16)
         cls.port = cls.server.server_address[1]
         threading.Thread(target=cls.server.serve_forever, daemon=True).start()
 
@@ -69,6 +91,47 @@ class HostileRequestTest(unittest.TestCase):
             )
             self.assertEqual(status, 400, value)
             self.assertIn("Content-Length", payload["error"]["message"])
+
+
+class ConnectionBoundsTest(unittest.TestCase):
+    def test_connections_past_the_limit_get_a_503_and_the_limit_frees_as_they_close(self):
+        with stub_server(max_connections=2) as (srv, port):
+            idle = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(2)]
+            try:
+                wait_for(lambda: srv.connections.open == 2)
+                status, payload = exchange(port, f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}")
+                self.assertEqual(status, 503)
+                self.assertEqual(payload["error"]["code"], "too_many_connections")
+                self.assertIn("2 connections open", payload["error"]["message"])
+                idle.pop().close()
+                wait_for(lambda: srv.connections.open == 1)
+                status, payload = exchange(port, f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}")
+                self.assertEqual((status, payload), (200, {"status": "ok"}))
+                self.assertEqual(srv.connections.stats(), {"open": 1, "peak": 2, "limit": 2, "refused": 1})
+                self.assertIs(srv.worker.connections, srv.connections)  # what /info reports
+            finally:
+                for sock in idle:
+                    sock.close()
+
+    def test_idle_and_stalled_connections_are_closed(self):
+        default = Handler.timeout
+        Handler.timeout = 0.3
+        try:
+            with stub_server(max_connections=4) as (srv, port):
+                with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+                    self.assertEqual(sock.recv(1024), b"")  # closed by the server, never answered
+                with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+                    sock.sendall(
+                        f"POST /tokenize HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 100\r\n\r\n{{".encode()
+                    )
+                    reply = b""
+                    while chunk := sock.recv(65536):
+                        reply += chunk
+                self.assertTrue(reply.startswith(b"HTTP/1.1 408"), reply[:40])
+                self.assertIn(b"stopped arriving", reply)
+                wait_for(lambda: srv.connections.open == 0)
+        finally:
+            Handler.timeout = default
 
 
 class HostAllowedTest(unittest.TestCase):

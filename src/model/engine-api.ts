@@ -157,6 +157,16 @@ export const EngineInfo = z.object({
     })
     .passthrough()
     .optional(),
+  /** The HTTP server's open connections (one handler thread each) against its limit, and the ones
+   * refused with 503 past it (docs/engine.md); absent from engines before it. */
+  connections: z
+    .object({
+      open: z.number().int(),
+      peak: z.number().int(),
+      limit: z.number().int(),
+      refused: z.number().int(),
+    })
+    .optional(),
 });
 export type EngineInfo = z.infer<typeof EngineInfo>;
 

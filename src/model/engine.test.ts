@@ -307,6 +307,10 @@ describe("Engine at capacity", () => {
       const info = await engine.info();
       expect(info.capacity).toMatchObject({ max_rows: 1, max_queued_rows: 1, queued_rows: 0 });
       expect(info.capacity!.refused).toBeGreaterThan(0);
+      // Full rows and queue refuse completions, not connections: the limit leaves room past them.
+      expect(info.connections).toMatchObject({ refused: 0 });
+      expect(info.connections!.limit).toBeGreaterThan(2);
+      expect(info.connections!.open).toBeGreaterThanOrEqual(1); // this /info request's own
       for (const [i, result] of together.entries()) {
         const alone = await engine.complete(request(i));
         expect(result.choices[0]!.tokenIds).toEqual(alone.choices[0]!.tokenIds);
