@@ -307,7 +307,13 @@ describe("linear time", () => {
     // Warm up the JIT; the large input's cold first run is discarded by taking the fastest. Sizes stay
     // small enough that retained errors do not make garbage collection the cost being measured.
     small();
-    const ratio = fastest(large, 10) / fastest(small, 20);
+    // A moment of load or a collection can inflate one measurement several-fold (a linear case once
+    // measured 54x in 18 runs on a 2-core machine); the quadratic parser measured 60-100x every time.
+    // So the best of up to three measurements is held to the bound.
+    let ratio = Number.POSITIVE_INFINITY;
+    for (let attempt = 0; attempt < 3 && ratio >= 20; attempt++) {
+      ratio = Math.min(ratio, fastest(large, 10) / fastest(small, 20));
+    }
     expect(ratio).toBeLessThan(20);
   });
 });
