@@ -107,6 +107,8 @@ class ConnectionBoundsTest(unittest.TestCase):
                 wait_for(lambda: srv.connections.open == 1)
                 status, payload = exchange(port, f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}")
                 self.assertEqual((status, payload), (200, {"status": "ok"}))
+                # The served connection's thread releases its slot just after the client has the reply.
+                wait_for(lambda: srv.connections.open == 1)
                 self.assertEqual(srv.connections.stats(), {"open": 1, "peak": 2, "limit": 2, "refused": 1})
                 self.assertIs(srv.worker.connections, srv.connections)  # what /info reports
             finally:
