@@ -56,16 +56,19 @@ const TRAIN: Record<EnginePreset, { rows: number; length: number; steps: number 
 };
 const GEN_TOKENS: Record<EnginePreset, number> = { micro: 256, tiny: 128, small: 64 };
 
-async function peakFlops(threads: number, dtype: string): Promise<number> {
+/** Runs one of the scripts above with torch's interpreter and parses the JSON it prints. */
+async function runScript<T>(script: string, args: string[]): Promise<T> {
   const { python } = await findPython();
-  const { stdout } = await exec(python, ["-c", PEAK_SCRIPT, String(threads), dtype], { timeout: 300_000 });
-  return JSON.parse(stdout).flops;
+  const { stdout } = await exec(python, ["-c", script, ...args], { timeout: 300_000 });
+  return JSON.parse(stdout) as T;
+}
+
+async function peakFlops(threads: number, dtype: string): Promise<number> {
+  return (await runScript<{ flops: number }>(PEAK_SCRIPT, [String(threads), dtype])).flops;
 }
 
 async function readRate(bytes: number): Promise<number> {
-  const { python } = await findPython();
-  const { stdout } = await exec(python, ["-c", READ_SCRIPT, String(bytes)], { timeout: 300_000 });
-  return JSON.parse(stdout).bytes_per_s;
+  return (await runScript<{ bytes_per_s: number }>(READ_SCRIPT, [String(bytes)])).bytes_per_s;
 }
 
 function randomIds(n: number, vocab: number, seed: number): number[] {

@@ -90,19 +90,18 @@ def connection_limit(worker: Worker) -> int:
 def refuse_connection(sock: socket.socket, limit: ConnectionLimit) -> None:
     """Answers a connection over the limit with a 503 without a handler thread, then reads what the
     client already sent (without waiting for more) so that closing does not reset the reply away."""
-    body = json.dumps(
-        {
-            "error": {
-                "message": f"the engine has {limit.limit} connections open, its limit (--max-batch and "
-                f"--max-queue rows and {SPARE_CONNECTIONS} more); retry after 1 s",
-                "type": "overloaded_error",
-                "code": "too_many_connections",
-            }
-        }
-    ).encode()
+    refusal = BadRequest(
+        f"the engine has {limit.limit} connections open, its limit (--max-batch and --max-queue rows and "
+        f"{SPARE_CONNECTIONS} more); retry after 1 s",
+        503,
+        "overloaded_error",
+        "too_many_connections",
+        retry_after=1,
+    )
+    body = json.dumps(refusal.payload()).encode()
     head = (
         "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+        f"Content-Length: {len(body)}\r\nRetry-After: {refusal.retry_after}\r\nConnection: close\r\n\r\n"
     )
     try:
         sock.settimeout(1.0)
