@@ -16,6 +16,7 @@ import threading
 import torch
 
 from .allocator import tune_malloc
+from .drafting import DEFAULT_DRAFT_TOKENS
 from .model import PRESETS
 from .server import EngineServer, log
 
@@ -58,6 +59,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="keys and values in memory at most, running batch and prefix cache together "
         "(default $COA_KV_CACHE_MB, else 2048)",
     )
+    p.add_argument(
+        "--draft-tokens",
+        type=int,
+        default=int(os.environ.get("COA_DRAFT_TOKENS", DEFAULT_DRAFT_TOKENS)),
+        help="speculative decoding: ids drafted per row and step from earlier text and checked in the same "
+        f"step; the ids sampled are the same, in fewer steps (default $COA_DRAFT_TOKENS, else "
+        f"{DEFAULT_DRAFT_TOKENS}; 0 turns it off)",
+    )
     p.add_argument("--log-requests", action="store_true")
     p.add_argument("--exit-with-stdin", action="store_true", help="exit when stdin closes (the parent died)")
     return p.parse_args(argv)
@@ -85,6 +94,7 @@ def build_worker(args: argparse.Namespace):
         max_queued_rows=args.max_queue,
         threads=args.threads,
         generation_threads=args.generation_threads,
+        draft_tokens=args.draft_tokens,
     )
 
 

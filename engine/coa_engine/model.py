@@ -463,65 +463,73 @@ class Transformer(nn.Module):
         return self.logits(x[:, t - 1] if last else x[:, :t])
 
     def decode(self, ids: torch.Tensor, cache: KVCache, weights: DecodeWeights | None = None) -> torch.Tensor:
-        """Logits [B, V] for one new token per row (ids: [B]), each at position `cache.lens[b]`.
+        """Logits [B, V] for one new token per row (ids: [B]), each at position `cache.lens[b]`; or, for
+        ids [B, T], logits [B, T, V] for T consecutive new tokens per row at `cache.lens[b]` onwards
+        (a speculative step checks a drafted continuation this way: `Sampler`). Every row's `lens`
+        advances by T; a caller that keeps fewer sets `lens` back (the rest is overwritten later).
         `weights`: `decode_weights()` taken since the last change of the weights (default: checked now).
 
-        The same arithmetic as `forward` (casts, rotation, masked softmax), arranged for one token per
+        The same arithmetic as `forward` (casts, rotation, masked softmax), arranged for a few tokens per
         row: 2-D activations, every projection a plain matmul against a transposed, contiguous copy of
-        its weight, already cast to the autocast dtype (`DecodeWeights`), or for a single row on a CPU a
-        matrix-vector product (`RowWeights`), and the per-step index and mask tensors built once for all
-        layers rather than per layer.
+        its weight, already cast to the autocast dtype (`DecodeWeights`), or for a single token on a CPU
+        a matrix-vector product (`RowWeights`), and the per-step index and mask tensors built once for
+        all layers rather than per layer.
         """
+        single = ids.dim() == 1
         pos = cache.lens
-        b, h, hd = ids.shape[0], self.config.n_heads, self.config.head_dim
-        span = int(pos.max()) + 1
+        b, t = ids.shape[0], 1 if single else ids.shape[1]
+        h, hd = self.config.n_heads, self.config.head_dim
+        span = int(pos.max()) + t
         cache.reserve(span)
-        w = (weights or self.decode_weights()).for_rows(b)
-        cos, sin = self.rope_cos[pos][:, None, None], self.rope_sin[pos][:, None, None]  # [B, 1, 1, D/2]
-        rows = torch.arange(b, device=ids.device)
+        w = (weights or self.decode_weights()).for_rows(b * t)
+        at = pos[:, None] + torch.arange(t, device=ids.device)  # [B, T]: each new token's position
+        cos, sin = self.rope_cos[at][:, None, None], self.rope_sin[at][:, None, None]  # [B, 1, 1, T, D/2]
+        rows = torch.arange(b, device=ids.device)[:, None]
         # All rows at one position (batch 1, n samples of one prompt): plain slices instead of
         # scattered writes.
-        uniform = span - 1 if b == 1 or bool((pos == pos[0]).all()) else None
+        uniform = span - t if b == 1 or bool((pos == pos[0]).all()) else None
         # Keys attended: the first `span` positions, a slice of the cache. In bf16 the attention
         # matmuls copy a slice to contiguous memory first (the whole span, per layer and step), so
         # while the allocation is at most twice the span they read all of it instead, masking the
         # positions not yet written (exactly zero weight after the softmax).
         width = cache.positions if w.dtype != torch.float32 and cache.positions <= 2 * span else span
-        if uniform is not None and width == span:
+        if uniform is not None and width == span and t == 1:
             bias = torch.zeros((), device=ids.device)  # every row sees its whole prefix
         else:
-            future = torch.arange(width, device=ids.device)[None, None, :] > pos[:, None, None]
+            future = torch.arange(width, device=ids.device)[None, None, :] > at[:, :, None]
             # In the matmul dtype (0 and -inf are exact in it): autocast would cast it in every layer.
-            bias = torch.zeros(b, 1, width, dtype=w.dtype, device=ids.device).masked_fill(future, float("-inf"))
+            bias = torch.zeros(b, t, width, dtype=w.dtype, device=ids.device).masked_fill(future, float("-inf"))
             bias = bias.repeat_interleave(h, dim=0)
         scale = 1.0 / math.sqrt(hd)
-        x = self.embed(ids)
+        x = self.embed(ids.reshape(b * t))
         for i, block in enumerate(self.blocks):
             lw = w.layers[i]
-            qkv = w.project(block.attn_norm(x), lw[0]).view(b, 3, h, hd)
+            # [B, 3, H, T, D]: queries, keys and values of every new token
+            qkv = w.project(block.attn_norm(x), lw[0]).view(b, t, 3, h, hd).permute(0, 2, 3, 1, 4)
             q, k = rotate(qkv[:, :2], cos, sin).unbind(1)  # queries and keys in one rotation
             v = qkv[:, 2]
             keys, values = cache.keys[i], cache.values[i]  # values: positions last (KVCache)
             if uniform is not None:
-                keys[:, :, uniform] = k
-                values[..., uniform] = v
+                keys[:, :, uniform : uniform + t] = k
+                values[..., uniform : uniform + t] = v.transpose(2, 3)
             else:
-                keys[rows, :, pos] = k.to(keys.dtype)
-                values[rows, :, :, pos] = v.to(values.dtype)
+                keys[rows, :, at] = k.transpose(1, 2).to(keys.dtype)
+                values[rows, :, :, at] = v.transpose(1, 2).to(values.dtype)
             k, vt = keys[:, :, :width], values[..., :width]
             if w.dtype == torch.float32:
                 k, vt = k.to(q.dtype), vt.to(q.dtype)
             # else autocast casts them for the matmuls, a no-op for a cache already in its dtype.
             k, vt = k.reshape(b * h, width, hd), vt.reshape(b * h, hd, width)
-            scores = torch.baddbmm(bias, q.reshape(b * h, 1, hd), k.transpose(1, 2), alpha=scale)
+            scores = torch.baddbmm(bias, q.reshape(b * h, t, hd), k.transpose(1, 2), alpha=scale)
             # In the scores' dtype: torch's bf16 softmax computes in fp32 and rounds once, the bits of
             # an fp32 softmax cast back, without the two casts (as `Attention._attend` does).
-            y = torch.softmax(scores, dim=-1) @ vt.transpose(1, 2)
-            x = x + w.project(y.reshape(b, h * hd), lw[1])
+            y = torch.softmax(scores, dim=-1) @ vt.transpose(1, 2)  # [B * H, T, D]
+            x = x + w.project(y.view(b, h, t, hd).transpose(1, 2).reshape(b * t, h * hd), lw[1])
             gate, up = w.project(block.ffn_norm(x), lw[2]).chunk(2, dim=-1)
             x = x + w.project(F.silu(gate) * up, lw[3])
-        cache.lens = pos + 1
-        return w.project(self.norm(x), w.output)
+        cache.lens = pos + t
+        logits = w.project(self.norm(x), w.output)
+        return logits if single else logits.view(b, t, -1)
 
     def decode_weights(self) -> DecodeWeights:
         """The decode layout of the current weights, for the autocast dtype in effect. Rebuilt when a

@@ -17,6 +17,13 @@ bounded in bytes). A later prompt that starts with the same ids (the next turn o
 the previous prompt, the completion, then a new observation) copies the longest shared prefix and
 prefills only the rest. Entries are dropped whenever the weights change.
 
+Speculative decoding (`draft_tokens` > 0): after each step a row's next ids are drafted from earlier
+text (drafting.py), and the next step feeds the row's last id and its draft, T ids per row, in one
+decode call. The row then samples its positions in order, drawing its generator's numbers as it would
+one step at a time, and keeps them while they equal the draft; the first that differs ends its step.
+So a seeded or greedy row gets the ids it gets without drafts (up to last-bit differences of the
+multi-id arithmetic, as for batching), with the same logprobs, in fewer steps.
+
 Bounds: at most `max_rows` rows decode at once, and the keys and values of the running batch plus the
 prefix cache stay within `max_kv_bytes` (the prefix cache gives way first); a request that would pass
 them waits in the queue, which holds at most `max_queued_rows` rows. A request arriving at a full queue
@@ -38,6 +45,7 @@ from dataclasses import dataclass, field
 import torch
 from torch.nn import functional as F
 
+from .drafting import NgramDrafter, RowContext
 from .model import KVCache, Transformer
 from .precision import autocast
 from .tokenizer import PAD_ID
@@ -84,6 +92,12 @@ class Row:
     # Byte offsets of the matched stop string in `text`.
     stop_span: tuple[int, int] | None = None
     job: _Job | None = None
+    # Speculative decoding (`Sampler`, drafting.py): the row's ids for drafting, the drafted ids fed
+    # after its last id in the step that produced its current logits, and the positions that step
+    # wrote into its cache (0: its logits came from a prefill, which wrote exactly its prompt).
+    context: RowContext | None = None
+    draft: list[int] = field(default_factory=list)
+    fed: int = 0
 
 
 def row_generator(seed: int | None, index: int) -> torch.Generator:
@@ -243,8 +257,10 @@ class CachedDecoder:
         with autocast(self.dtype, ids.device.type):
             return self.model.decode(ids, cache, self._weights).float()
 
-    # The prefix cache works with this decoder (the Hugging Face one has no `extend`).
+    # The prefix cache works with this decoder (the Hugging Face one has no `extend`), and so does
+    # speculative decoding (`decode` takes several ids per row).
     prefix_cache = True
+    speculative = True
 
     def weights_key(self) -> tuple:
         """Changes whenever the weights do: an optimizer step or a load bumps a parameter's version."""
@@ -266,6 +282,17 @@ class CachedDecoder:
             logits = self.model.extend(ids, cache, start, last=True)
             self._weights = self.model.decode_weights()
         return cache, logits.float()
+
+
+def join_logits(running: torch.Tensor, admitted: torch.Tensor) -> torch.Tensor:
+    """The running batch's logits ([B, V], or [B, T, V] after a step that fed drafts) with those of
+    rows just prefilled ([N, V]) after them; a prefilled row's single position is repeated to T (only
+    the first is read: it fed no draft)."""
+    if not running.numel():
+        return admitted
+    if running.dim() == 3:
+        admitted = admitted[:, None].expand(-1, running.shape[1], -1)
+    return torch.cat((running, admitted))
 
 
 def common_prefix(a: list[int], b: list[int]) -> int:
@@ -416,8 +443,13 @@ class Sampler:
         max_queued_rows: int | None = None,
         retry_after: float = 1.0,
         threads: int | None = None,
+        draft_tokens: int = 0,
     ):
         self.decoder, self.tokenizer, self.gate = decoder, tokenizer, gate
+        # Speculative decoding (drafts of up to `draft_tokens` ids), where the decoder takes several ids
+        # per row in one step.
+        speculative = draft_tokens > 0 and getattr(decoder, "speculative", False)
+        self.drafter = NgramDrafter(draft_tokens) if speculative else None
         self.max_rows, self.prefill_tokens = max_rows, prefill_tokens
         # None: no bound on bytes (a decoder that cannot say what a position costs).
         self.max_kv_bytes = max_kv_bytes
@@ -439,6 +471,8 @@ class Sampler:
         self.compactions = 0  # times finished rows were dropped from the running batch
         self.steps = 0  # decode steps run
         self.joins = 0  # requests admitted into a batch that was already decoding
+        self.drafted_tokens = 0  # drafted ids fed to the model
+        self.accepted_tokens = 0  # of those, ids that sampling then chose (each saved a step)
         self.prefilled_prompts = 0  # distinct prompts prefilled (a prompt shared by n rows or requests: once)
         self.refused = 0  # requests refused with 503 (queue full)
         self.rows_in_flight = 0
@@ -549,7 +583,7 @@ class Sampler:
                 new_rows, parts, new_logits = self._prefill(admitted)
                 rows += new_rows
                 cache = parts[0].merge(*parts[1:]) if cache is None else cache.merge(*parts)
-                logits = torch.cat((logits, new_logits)) if logits.numel() else new_logits
+                logits = join_logits(logits, new_logits)
                 self._track(rows, cache)
                 self.admit_seconds += time.perf_counter() - started
                 self.busy_seconds += time.perf_counter() - started
@@ -557,11 +591,15 @@ class Sampler:
                 self._track([], None)
                 return
             started = time.perf_counter()
-            tokens = self._sample_step(rows, logits)
+            tokens = self._sample_step(rows, logits, cache)
             finished = [i for i, r in enumerate(rows) if r.finish_reason is not None]
             if finished:
                 if self._caching():
                     self._store_finished(rows, cache, finished)
+                if self.drafter is not None:
+                    for i in finished:
+                        if rows[i].context is not None:
+                            self.drafter.learn(rows[i].context, len(rows[i].ids))
                 for i in finished:
                     job = rows[i].job
                     job.left -= 1
@@ -636,6 +674,16 @@ class Sampler:
             "joins": self.joins,
         }
 
+    def speculation_stats(self) -> dict:
+        """Drafted ids fed to the model and how many sampling kept (read by /info on another thread)."""
+        return {
+            "enabled": self.drafter is not None,
+            "max_draft_tokens": self.drafter.max_tokens if self.drafter is not None else 0,
+            "drafted_tokens": self.drafted_tokens,
+            "accepted_tokens": self.accepted_tokens,
+            "learned_ngrams": self.drafter.learned if self.drafter is not None else 0,
+        }
+
     def _caching(self) -> bool:
         return self.prefix_cache.max_bytes > 0 and getattr(self.decoder, "prefix_cache", False)
 
@@ -705,37 +753,106 @@ class Sampler:
             start = end
         return rows, parts, torch.cat(logits)
 
-    def _sample_step(self, rows: list[Row], logits: torch.Tensor) -> torch.Tensor:
+    def _sample_step(self, rows: list[Row], logits: torch.Tensor, cache) -> torch.Tensor:
+        """Samples each row's next ids from `logits` ([B, V]; [B, T, V] after a step that fed drafts) and
+        returns the ids to feed next: [B], or [B, T'] with each row's next draft after its last id.
+
+        A row whose last step fed a draft samples its positions in order, each with the next number of
+        its own generator, while the sampled id equals the drafted one: the first that differs, or the
+        end of the draft, is its last id of this step. Its ids, logprobs and random numbers are those
+        of sampling one id per step (the same distribution at each position, the same draws), only in
+        fewer steps; its cache keeps the positions fed up to that id.
+        """
         device = logits.device
-        temperature = torch.tensor([r.params.temperature for r in rows], dtype=torch.float32, device=device)
-        top_p = torch.tensor([r.params.top_p for r in rows], dtype=torch.float32, device=device)
+        if logits.dim() == 2:
+            logits = logits[:, None]
+        counts = [1 + len(r.draft) for r in rows]  # positions each row may sample
+        if logits.shape[1] == 1:
+            flat = logits[:, 0]
+        else:
+            fed = torch.arange(logits.shape[1], device=device)[None] < torch.tensor(counts, device=device)[:, None]
+            flat = logits[fed]  # row-major: each row's positions in order
+
+        def per_position(values: list[float]) -> torch.Tensor:
+            return torch.tensor(
+                [v for v, c in zip(values, counts) for _ in range(c)], dtype=torch.float32, device=device
+            )
+
+        temperature = per_position([r.params.temperature for r in rows])
+        top_p = per_position([r.params.top_p for r in rows])
         # Python floats, not a tensor per row: a greedy row draws nothing, and the per-row tensors and
-        # their stack cost more than the draws (the float32 values are the same either way).
-        uniform = torch.tensor(
-            [float(torch.rand((), generator=r.generator)) if r.generator else 0.0 for r in rows],
-            dtype=torch.float32,
-            device=device,
-        )
-        tokens, logp = sample(logits, temperature, top_p, uniform)
+        # their stack cost more than the draws (the float32 values are the same either way). A row with
+        # a draft draws for every position it may sample, then rewinds past the draws it did not use.
+        draws, states = [], []
+        for r, c in zip(rows, counts):
+            g = r.generator
+            states.append(g.get_state() if g is not None and c > 1 else None)
+            draws.extend(float(torch.rand((), generator=g)) if g is not None else 0.0 for _ in range(c))
+        tokens, logp = sample(flat, temperature, top_p, torch.tensor(draws, dtype=torch.float32, device=device))
         chosen = logp.gather(1, tokens[:, None])[:, 0].tolist()
         k = max(r.params.top_logprobs for r in rows)
         # The alternatives as lists once for all rows, rather than two tensor slices per row and step.
         top = logp.topk(k, dim=-1) if k else None
         top_ids, top_logps = (top.indices.tolist(), top.values.tolist()) if top is not None else ([], [])
-        for i, (r, t) in enumerate(zip(rows, tokens.tolist())):
-            r.ids.append(t)
-            r.logprobs.append(chosen[i])
-            if r.params.top_logprobs:
+        tokens = tokens.tolist()
+        at, excess, emitted = 0, [], 0
+        for r, c, state in zip(rows, counts, states):
+            n = 0
+            for j in range(at, at + c):
                 kk = r.params.top_logprobs
-                r.top.append(list(zip(top_ids[i][:kk], top_logps[i][:kk])))
-            added = self.tokenizer.token_bytes(t)
-            r.text += added
-            hit = find_stop(r.text, len(added), r.stops) if added and r.stops else None
-            if hit is not None:
-                r.finish_reason, r.stop_reason, r.stop_span = "stop", r.params.stop[hit[0]], hit[1:]
-            elif t == self.tokenizer.eos_id and not r.params.ignore_eos:
-                r.finish_reason = "stop"
-            elif len(r.ids) >= r.max_new:
-                r.finish_reason = "length"
-        self.generated_tokens += len(rows)
-        return tokens
+                self._emit(r, tokens[j], chosen[j], list(zip(top_ids[j][:kk], top_logps[j][:kk])) if kk else None)
+                n += 1
+                if r.finish_reason is not None or n == c or tokens[j] != r.draft[n - 1]:
+                    break
+            if c > 1:
+                self.accepted_tokens += n - 1
+                if state is not None and n < c:
+                    r.generator.set_state(state)
+                    for _ in range(n):
+                        torch.rand((), generator=r.generator)
+            excess.append(max(0, r.fed - n))
+            at += c
+            emitted += n
+        if any(excess):
+            cache.lens = cache.lens - torch.tensor(excess, dtype=cache.lens.dtype, device=cache.lens.device)
+        self.generated_tokens += emitted
+        return self._next_inputs(rows, cache, device)
+
+    def _emit(self, r: Row, t: int, logprob: float, top: list[tuple[int, float]] | None) -> None:
+        """Appends one sampled id to its row and decides whether the row is finished."""
+        r.ids.append(t)
+        r.logprobs.append(logprob)
+        if top is not None:
+            r.top.append(top)
+        if r.context is not None:
+            r.context.ids.append(t)
+        added = self.tokenizer.token_bytes(t)
+        r.text += added
+        hit = find_stop(r.text, len(added), r.stops) if added and r.stops else None
+        if hit is not None:
+            r.finish_reason, r.stop_reason, r.stop_span = "stop", r.params.stop[hit[0]], hit[1:]
+        elif t == self.tokenizer.eos_id and not r.params.ignore_eos:
+            r.finish_reason = "stop"
+        elif len(r.ids) >= r.max_new:
+            r.finish_reason = "length"
+
+    def _next_inputs(self, rows: list[Row], cache, device: torch.device) -> torch.Tensor:
+        """Each row's last id, then its draft where the drafter has one: [B] or [B, 1 + longest draft]
+        (shorter drafts padded with ids whose outputs are never read). A draft never reaches past the
+        row's budget of new ids nor the step past the cache's capacity."""
+        last = [r.ids[-1] for r in rows]
+        room = cache.capacity - int(cache.lens.max()) - 1 if self.drafter is not None else 0
+        for r in rows:
+            r.draft = []
+            if room > 0 and r.finish_reason is None:
+                if r.context is None:
+                    r.context = RowContext(r.prompt + r.ids)
+                r.draft = self.drafter.propose(r.context, min(room, r.max_new - len(r.ids) - 1))
+        width = 1 + max(len(r.draft) for r in rows)
+        for r in rows:
+            r.fed = width
+        if width == 1:
+            return torch.tensor(last, dtype=torch.long, device=device)
+        self.drafted_tokens += sum(len(r.draft) for r in rows)
+        padded = [[t, *r.draft, *[t] * (width - 1 - len(r.draft))] for t, r in zip(last, rows)]
+        return torch.tensor(padded, dtype=torch.long, device=device)

@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 
 from . import allocator, checkpoint
+from .drafting import DEFAULT_DRAFT_TOKENS
 from .model import ModelConfig, Transformer, preset_config
 from .precision import choose_device, choose_dtype
 from .sampling import CachedDecoder, ModelGate, Sampler
@@ -28,6 +29,9 @@ def counters(sampler: Sampler, trainer: Trainer) -> dict:
         "generation_seconds": round(gen_s, 3),
         "admit_seconds": round(sampler.admit_seconds, 3),
         "decode_seconds": round(sampler.decode_seconds, 3),
+        # Speculative decoding: drafted ids fed to the model, and those sampling kept (each one a step saved).
+        "drafted_tokens": sampler.drafted_tokens,
+        "accepted_tokens": sampler.accepted_tokens,
         "generation_tokens_per_s": round(sampler.generated_tokens / gen_s, 1) if gen_s else 0,
         "trained_tokens": trainer.tokens_trained,
         "train_seconds": round(train_s, 3),
@@ -65,6 +69,7 @@ class Worker:
         max_queued_rows: int | None = None,
         threads: int | None = None,
         generation_threads: int | None = None,
+        draft_tokens: int = DEFAULT_DRAFT_TOKENS,
     ):
         self.device = choose_device(device)
         # Chosen on the first model's own projections (`_choose_dtype`), then kept for every later load.
@@ -98,6 +103,7 @@ class Worker:
             max_kv_bytes=int(kv_cache_mb * 2**20),
             max_queued_rows=max_queued_rows,
             threads=generation_threads,
+            draft_tokens=draft_tokens,
         )
 
     @staticmethod
@@ -157,6 +163,7 @@ class Worker:
             "uptime_s": round(time.time() - self.started, 1),
             "counters": counters(self.sampler, t),
             "prefix_cache": self.sampler.prefix_cache.stats(),
+            "speculation": self.sampler.speculation_stats(),
             "capacity": self.sampler.stats(),
             **({"connections": self.connections.stats()} if self.connections else {}),
         }

@@ -18,6 +18,22 @@ describe("engineLoadLine", () => {
     );
   });
 
+  it("counts the drafted ids that speculative decoding fed and kept", () => {
+    const counters = {
+      generated_tokens: 3200,
+      decode_steps: 100,
+      generation_seconds: 8,
+      drafted_tokens: 4000,
+      accepted_tokens: 1700,
+      trained_tokens: 0,
+      train_seconds: 0,
+    };
+    expect(engineLoadLine(counters, 10)).toBe(
+      "engine: 3200 tokens generated in 8.0 s busy of 10.0 s " +
+        "(400 tok/s while busy, 32.0 tokens a decode step, 1700 of 4000 drafted ids accepted)",
+    );
+  });
+
   it("leaves out what an older engine does not report", () => {
     const counters = { generated_tokens: 0, generation_seconds: 0, trained_tokens: 0, train_seconds: 0 };
     expect(engineLoadLine(counters, 1)).toBe(

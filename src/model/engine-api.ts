@@ -128,6 +128,9 @@ export const EngineInfo = z.object({
     /** Parts of generation_seconds: admitting requests (prefill, merge) and the model's decode steps; absent before them. */
     admit_seconds: z.number().optional(),
     decode_seconds: z.number().optional(),
+    /** Speculative decoding: drafted ids fed to the model, and those sampling kept; absent before it. */
+    drafted_tokens: z.number().int().optional(),
+    accepted_tokens: z.number().int().optional(),
     trained_tokens: z.number().int(),
     train_seconds: z.number(),
   }),
@@ -139,6 +142,16 @@ export const EngineInfo = z.object({
       misses: z.number().int(),
       saved_prefill_tokens: z.number().int(),
       prefill_tokens: z.number().int(),
+    })
+    .passthrough()
+    .optional(),
+  /** Speculative decoding's drafts (docs/engine.md); absent from engines before it. */
+  speculation: z
+    .object({
+      enabled: z.boolean(),
+      max_draft_tokens: z.number().int(),
+      drafted_tokens: z.number().int(),
+      accepted_tokens: z.number().int(),
     })
     .passthrough()
     .optional(),
@@ -182,8 +195,11 @@ export function engineLoadLine(counters: EngineInfo["counters"], wallSeconds: nu
     decode_steps: steps,
     admit_seconds: admit,
     decode_seconds: decode,
+    drafted_tokens: drafted,
+    accepted_tokens: accepted,
   } = counters;
-  const perStep = steps ? `, ${(tokens / steps).toFixed(1)} tokens a decode step` : "";
+  const drafts = drafted ? `, ${accepted ?? 0} of ${drafted} drafted ids accepted` : "";
+  const perStep = steps ? `, ${(tokens / steps).toFixed(1)} tokens a decode step${drafts}` : "";
   const parts =
     admit !== undefined && decode !== undefined
       ? `: admitting ${admit.toFixed(1)} s, decoding ${decode.toFixed(1)} s, sampling ${(busy - admit - decode).toFixed(1)} s`

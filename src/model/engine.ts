@@ -56,6 +56,13 @@ export interface EngineOptions {
   /** Keys and values in memory at most, in MiB: running batch and prefix cache together (default 2048). */
   kvCacheMb?: number;
   /**
+   * Speculative decoding: ids drafted per row and step from earlier text (the row's own context, then
+   * what finished rows wrote) and checked by the model in the same step. The ids and logprobs sampled
+   * are those of one id per step; only the step count falls. Default 4 (`$COA_DRAFT_TOKENS`); 0 turns it
+   * off. coa models only (docs/engine.md, "Speculative decoding").
+   */
+  draftTokens?: number;
+  /**
    * Times a completion the engine refused as full (HTTP 503, Retry-After) is sent again before the call
    * fails (default 10). Each wait is the engine's Retry-After or a doubling backoff from 0.5 s, whichever
    * is longer, at most 60 s: about 4 minutes in all.
@@ -135,6 +142,7 @@ export class Engine implements ModelClient {
     if (options.maxBatch) args.push("--max-batch", String(options.maxBatch));
     if (options.maxQueue) args.push("--max-queue", String(options.maxQueue));
     if (options.kvCacheMb) args.push("--kv-cache-mb", String(options.kvCacheMb));
+    if (options.draftTokens !== undefined) args.push("--draft-tokens", String(options.draftTokens));
     if (options.logRequests) args.push("--log-requests");
     const { process: proc, url } = await EngineProcess.start({
       python: python.python,

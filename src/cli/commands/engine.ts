@@ -27,6 +27,11 @@ export function register(program: Command): void {
       "--generation-threads <n>",
       "torch threads while generating (default: --threads minus one, at least 1)",
     )
+    .option(
+      "--draft-tokens <n>",
+      "speculative decoding: ids drafted per row and step from earlier text; the same ids come out in " +
+        "fewer steps (default 4, or $COA_DRAFT_TOKENS; 0 turns it off)",
+    )
     .option("--log-requests", "log every request")
     .action(async (opts: ServeOptions) => {
       const served = await serve(opts);
@@ -75,6 +80,7 @@ interface ServeOptions {
   device?: string;
   threads?: string;
   generationThreads?: string;
+  draftTokens?: string;
   logRequests?: boolean;
 }
 
@@ -101,6 +107,9 @@ async function serve(opts: ServeOptions): Promise<{ engine: Engine; stopped: Pro
     throw new Error(`--device must be auto, cpu or cuda, got ${device}`);
   const threads = threadCount(opts.threads, "--threads");
   const generationThreads = threadCount(opts.generationThreads, "--generation-threads");
+  const draftTokens = opts.draftTokens === undefined ? undefined : Number(opts.draftTokens);
+  if (draftTokens !== undefined && !(Number.isInteger(draftTokens) && draftTokens >= 0))
+    throw new Error(`--draft-tokens must be a whole number >= 0, got ${opts.draftTokens}`);
   const source: EngineSource = opts.checkpoint ? { checkpoint: opts.checkpoint } : { preset: preset.data };
   const engine = await Engine.start(source, {
     port,
@@ -108,6 +117,7 @@ async function serve(opts: ServeOptions): Promise<{ engine: Engine; stopped: Pro
     device,
     threads,
     generationThreads,
+    draftTokens,
     logRequests: opts.logRequests,
   });
   const stopped = new Promise<void>((resolve) => {
