@@ -125,12 +125,17 @@ async function genRates(engine: Engine, preset: EnginePreset) {
   };
   // 32 separate requests at once: the engine merges them into one batch. The first such round pays
   // once for what a running server has already done (new connections, first-time kernel shapes); the
-  // second shows the steady state an evaluation runs in.
-  const concurrent = () =>
+  // second shows the steady state an evaluation runs in. Its prompts and seeds are new: a repeat of the
+  // first round's would replay its text, which the engine's drafts (speculative decoding) learned.
+  const concurrent = (round: number) =>
     timed(async () => {
       const counts = await Promise.all(
         Array.from({ length: 32 }, (_, i) =>
-          generate(engine, { prompt: randomIds(24 + i, 256, i), max_tokens, seed: i }),
+          generate(engine, {
+            prompt: randomIds(24 + i, 256, 32 * round + i),
+            max_tokens,
+            seed: 32 * round + i,
+          }),
         ),
       );
       return counts.reduce((a, b) => a + b, 0);
@@ -138,8 +143,8 @@ async function genRates(engine: Engine, preset: EnginePreset) {
   return {
     batch1: await timed(() => generate(engine, { prompt, max_tokens, seed: 1 })),
     batch32: await timed(() => generate(engine, { prompt, max_tokens, n: 32, seed: 2 })),
-    concurrent32: await concurrent(),
-    concurrent32Again: await concurrent(),
+    concurrent32: await concurrent(0),
+    concurrent32Again: await concurrent(1),
   };
 }
 
@@ -179,6 +184,7 @@ export async function run(): Promise<void> {
       const train = await trainRate(engine, info, preset);
       peak = Math.max(peak, await peakFlops(info.threads, info.dtype));
       const gen = await genRates(engine, preset);
+      const { drafted_tokens: drafted = 0, accepted_tokens: accepted = 0 } = (await engine.info()).counters;
       // A one-row step projects with fp32 matrices (RowWeights in engine/coa_engine/model.py).
       const weightBytes = 4 * info.params;
       const batch1Bound = (await readRate(weightBytes)) / weightBytes;
@@ -187,7 +193,8 @@ export async function run(): Promise<void> {
           `${fmt(train.flops / 1e9)} GFLOP/s, MFU ${((100 * train.flops) / peak).toFixed(1)}% | ` +
           `generate tok/s: batch 1 ${fmt(gen.batch1)} (reading its ${fmt(weightBytes / 1e6)} MB of fp32 weights once a token ` +
           `at one thread's read rate allows ${fmt(batch1Bound)}), batch 32 (n=32) ${fmt(gen.batch32)}, ` +
-          `32 concurrent requests (distinct prompts) ${fmt(gen.concurrent32)} first, ${fmt(gen.concurrent32Again)} again | peak RSS ${await peakRssMb(engine.pid)}`,
+          `32 concurrent requests (distinct prompts) ${fmt(gen.concurrent32)} first, ${fmt(gen.concurrent32Again)} again ` +
+          `(speculative decoding: ${accepted} of ${drafted} drafted ids accepted) | peak RSS ${await peakRssMb(engine.pid)}`,
       );
     } finally {
       await engine.close();
