@@ -797,9 +797,8 @@ class Sampler:
         tokens = tokens.tolist()
         at, excess, emitted = 0, [], 0
         for r, c, state in zip(rows, counts, states):
-            n = 0
+            n, kk = 0, r.params.top_logprobs
             for j in range(at, at + c):
-                kk = r.params.top_logprobs
                 self._emit(r, tokens[j], chosen[j], list(zip(top_ids[j][:kk], top_logps[j][:kk])) if kk else None)
                 n += 1
                 if r.finish_reason is not None or n == c or tokens[j] != r.draft[n - 1]:
