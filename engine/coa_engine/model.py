@@ -251,7 +251,9 @@ class KVCache:
             # every few steps, and each growth copies the whole batch.
             held = min(capacity, held + GROW_POSITIONS)
         if rows + added > self.allocated_rows or held > self.positions:
-            self._reallocate(rows + added, held)
+            # Never fewer rows than allocated: a batch that shrank grows back within a few steps, and
+            # each growth copies it and touches fresh memory (page faults: 25-200 ms on a VM).
+            self._reallocate(max(rows + added, self.allocated_rows), held)
         at = rows
         for other in others:
             into = slice(at, at + other.rows)

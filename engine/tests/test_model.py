@@ -140,6 +140,15 @@ class ModelTest(unittest.TestCase):
             self.assertEqual((cache.rows, cache.allocated_rows), (5, 5))
             for j, source in enumerate([0, 3, 2]):
                 torch.testing.assert_close(cache.keys[1][j, :, :3], before[1][source][:, :3])
+            # Rows leave, then a longer row joins: the allocation grows its positions but keeps the
+            # rows it has held, for the rows that will join again.
+            cache.compact(torch.tensor([0, 1]))
+            longer = KVCache.empty(model.config, 1, 80, torch.float32)
+            model(torch.tensor([[1] + list(range(20, 40))]), longer)
+            cache.merge(longer)
+            self.assertEqual((cache.rows, cache.allocated_rows), (3, 5))
+            self.assertGreaterEqual(cache.positions, 21)
+            torch.testing.assert_close(cache.keys[1][2, :, :21], longer.keys[1][0, :, :21])
 
     def test_masks_are_built_in_the_matmul_dtype(self):
         """Under bf16 autocast an attention mask is bf16 (0 and -inf are exact), so no block casts it."""
