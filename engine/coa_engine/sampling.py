@@ -675,12 +675,11 @@ class Sampler:
         }
 
     def speculation_stats(self) -> dict:
-        """Drafted ids fed to the model and how many sampling kept (read by /info on another thread)."""
+        """Whether drafts are on, their length and what the drafter learned (read by /info on another
+        thread); the drafted and accepted ids are counted with the other `counters`."""
         return {
             "enabled": self.drafter is not None,
             "max_draft_tokens": self.drafter.max_tokens if self.drafter is not None else 0,
-            "drafted_tokens": self.drafted_tokens,
-            "accepted_tokens": self.accepted_tokens,
             "learned_ngrams": self.drafter.learned if self.drafter is not None else 0,
         }
 

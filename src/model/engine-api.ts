@@ -145,13 +145,12 @@ export const EngineInfo = z.object({
     })
     .passthrough()
     .optional(),
-  /** Speculative decoding's drafts (docs/engine.md); absent from engines before it. */
+  /** Speculative decoding's drafts (docs/engine.md; what they yield is in `counters`); absent from engines before it. */
   speculation: z
     .object({
       enabled: z.boolean(),
       max_draft_tokens: z.number().int(),
-      drafted_tokens: z.number().int(),
-      accepted_tokens: z.number().int(),
+      learned_ngrams: z.number().int(),
     })
     .passthrough()
     .optional(),
