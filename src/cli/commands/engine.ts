@@ -84,10 +84,14 @@ interface ServeOptions {
   logRequests?: boolean;
 }
 
-function threadCount(value: string | undefined, flag: string): number | undefined {
+/** A count flag's value: a whole number of at least `min` (1: a positive integer), or undefined when not given. */
+function countFlag(value: string | undefined, flag: string, min = 1): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!(Number.isInteger(n) && n > 0)) throw new Error(`${flag} must be a positive integer, got ${value}`);
+  if (!(Number.isInteger(n) && n >= min))
+    throw new Error(
+      `${flag} must be ${min === 1 ? "a positive integer" : `a whole number >= ${min}`}, got ${value}`,
+    );
   return n;
 }
 
@@ -105,11 +109,9 @@ async function serve(opts: ServeOptions): Promise<{ engine: Engine; stopped: Pro
   const device = opts.device;
   if (device !== undefined && device !== "auto" && device !== "cpu" && device !== "cuda")
     throw new Error(`--device must be auto, cpu or cuda, got ${device}`);
-  const threads = threadCount(opts.threads, "--threads");
-  const generationThreads = threadCount(opts.generationThreads, "--generation-threads");
-  const draftTokens = opts.draftTokens === undefined ? undefined : Number(opts.draftTokens);
-  if (draftTokens !== undefined && !(Number.isInteger(draftTokens) && draftTokens >= 0))
-    throw new Error(`--draft-tokens must be a whole number >= 0, got ${opts.draftTokens}`);
+  const threads = countFlag(opts.threads, "--threads");
+  const generationThreads = countFlag(opts.generationThreads, "--generation-threads");
+  const draftTokens = countFlag(opts.draftTokens, "--draft-tokens", 0);
   const source: EngineSource = opts.checkpoint ? { checkpoint: opts.checkpoint } : { preset: preset.data };
   const engine = await Engine.start(source, {
     port,
