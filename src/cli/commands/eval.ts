@@ -37,7 +37,6 @@ import {
 } from "../flags.js";
 import { itemProgress } from "../progress.js";
 import { openWebTools } from "../web-tools.js";
-import { compareWithTraces } from "./compare-costs.js";
 
 const Count = z.coerce.number().int().positive();
 
@@ -178,6 +177,7 @@ export async function runEval(flags: EvalFlags, log: (line: string) => void): Pr
       for (const t of trajectories)
         for (const ids of [t.promptIds, ...t.segments.map((s) => s.ids)])
           if (!texts.has(ids.join())) texts.set(ids.join(), ids.length ? await model.detokenize(ids) : "");
+      const { compareWithTraces } = await import("./compare-costs.js");
       const { markdown } = await compareWithTraces({
         traces: flags.compareTraces,
         trajectories,
