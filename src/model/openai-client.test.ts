@@ -94,6 +94,24 @@ describe("OpenAICompatibleClient over /v1/completions", () => {
     });
   });
 
+  it("asks for as many logprob alternatives as it is told (the embedded engine: none)", async () => {
+    const server = await serve({
+      "POST /v1/completions": () =>
+        completion("hi", {
+          finish_reason: "length",
+          logprobs: { tokens: ["token_id:400", "token_id:401"], token_logprobs: [-1, -2] },
+        }),
+    });
+    const options = { logprobAlternatives: 0 };
+    const result = await client(server.url, options).complete({
+      promptIds: [1, 2],
+      maxTokens: 2,
+      logprobs: true,
+    });
+    expect(server.bodies("POST /v1/completions")[0]).toMatchObject({ logprobs: 0 });
+    expect(result.choices[0]?.logprobs).toEqual([-1, -2]);
+  });
+
   it("sends token ids as the prompt and reads ids from 'token_id:N' logprob tokens", async () => {
     const server = await serve({
       "POST /v1/completions": () =>

@@ -80,6 +80,12 @@ export interface OpenAICompatibleOptions {
    * and `/apply-template` shapes). Only with `api: "completions"` and not `textOnly`.
    */
   native?: NativeFamily;
+  /**
+   * Alternatives asked per position with the sampled token's logprob (`logprobs: k` of
+   * `/v1/completions`). Default 1, which every OpenAI-compatible server reads as "with logprobs"; the
+   * embedded engine reads 0 as the sampled token's alone (as vLLM does), and gets 0 (`Engine`).
+   */
+  logprobAlternatives?: number;
 }
 
 /**
@@ -232,7 +238,11 @@ export class OpenAICompatibleClient implements ModelClient {
       req.promptIds && !this.options.textOnly ? req.promptIds : await this.promptText(req, signal);
     const response = parseWire(
       CompletionsResponse,
-      await this.http.post(url, { ...sampling, prompt, logprobs: req.logprobs ? 1 : undefined }, signal),
+      await this.http.post(
+        url,
+        { ...sampling, prompt, logprobs: req.logprobs ? (this.options.logprobAlternatives ?? 1) : undefined },
+        signal,
+      ),
       url,
     );
     return { wire: completionsChoices(response), body: response };
