@@ -27,7 +27,8 @@ from .worker import Worker
 MAX_BODY_BYTES = 64 * 1024 * 1024
 # A connection that sends nothing for this long (idle between requests, or stalled inside one) is
 # closed: without it every idle keep-alive or stalled client held a handler thread for good. Clients
-# drop idle connections sooner (Node's fetch after 4 s, httpx after 5 s).
+# drop idle connections sooner (undici, behind Node's fetch and coa's JsonHttp, after 4 s; httpx
+# after 5 s).
 IDLE_TIMEOUT_S = 60.0
 # Connections open at once beyond what generation can use (each completion holds one while its rows
 # decode or wait in the queue), for /info, training and the like; past them a connection is refused.
