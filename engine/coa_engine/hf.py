@@ -86,16 +86,36 @@ class HFCausalLM(nn.Module):
 
 
 def _legacy(past):
-    return past.to_legacy_cache() if hasattr(past, "to_legacy_cache") else past
+    """Per layer (keys, values), whichever cache the model returned: tuples (older transformers), a cache
+    with `to_legacy_cache` (4.36 to 4.x), or one of `layers` alone (5.x dropped the conversions)."""
+    if hasattr(past, "to_legacy_cache"):
+        return past.to_legacy_cache()
+    if hasattr(past, "layers"):
+        return tuple((layer.keys, layer.values) for layer in past.layers)
+    return past
 
 
 def _as_cache(past):
+    """The model's cache object for per-layer (keys, values) (5.x accepts no tuples)."""
     try:
         from transformers import DynamicCache
-
-        return DynamicCache.from_legacy_cache(past)
-    except (ImportError, AttributeError):
+    except ImportError:
         return past
+    if hasattr(DynamicCache, "from_legacy_cache"):
+        return DynamicCache.from_legacy_cache(past)
+    cache = DynamicCache()
+    for layer, (keys, values) in enumerate(past):
+        cache.update(keys, values, layer)
+    return cache
+
+
+def _dtype_keyword() -> str:
+    """`from_pretrained`'s name for the weights' dtype: `dtype` since 4.56, `torch_dtype` before (an
+    unknown keyword there would be set on the config and ignored)."""
+    import transformers
+
+    major, minor = (int(x) for x in re.findall(r"\d+", transformers.__version__)[:2])
+    return "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
 
 
 class HFState:
@@ -174,13 +194,15 @@ class HFWorker:
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
         bf16 = dtype == "bf16" or (dtype == "auto" and self.device == "cuda" and torch.cuda.is_bf16_supported())
         self.weights_dtype = "bf16" if bf16 else "fp32"
-        hf = AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.bfloat16 if bf16 else torch.float32)
-        self.model = HFCausalLM(hf.to(self.device)).eval()
+        self.gate = ModelGate()
+        # On the gate's model thread, as all of the model's work is (ModelGate says why).
+        dtype_arg = {_dtype_keyword(): torch.bfloat16 if bf16 else torch.float32}
+        hf = self.gate.run(lambda: AutoModelForCausalLM.from_pretrained(path, **dtype_arg).to(self.device))
+        self.model = HFCausalLM(hf).eval()
         self.tokenizer = HFTokenizer(AutoTokenizer.from_pretrained(path))
         self.max_seq_len = int(getattr(hf.config, "max_position_embeddings", 4096))
         # Weights already carry their dtype; no autocast on top.
         self.dtype, self.preset, self.checkpoint_dir = "fp32", None, None
-        self.gate = ModelGate()
         self.trainer = Trainer(self.model, "fp32")
         decoder = HFDecoder(self.model, self.tokenizer.pad_id, self.max_seq_len)
         # Rows and the queue are bounded; bytes are not (the decoder does not say what a position costs).
