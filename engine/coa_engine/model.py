@@ -85,9 +85,12 @@ def matmul_dtype(device: torch.device) -> torch.dtype:
     """The dtype autocast gives matmuls on `device` now (fp32 without autocast). Attention masks are
     built in it: 0 and -inf are exact in bf16, and a mask already in it is not cast again by every
     block's `baddbmm` under autocast."""
-    if device.type == "cpu" and torch.is_autocast_cpu_enabled():
+    if hasattr(torch, "get_autocast_dtype"):  # torch >= 2.4, where the per-device calls are deprecated
+        if torch.is_autocast_enabled(device.type):
+            return torch.get_autocast_dtype(device.type)
+    elif device.type == "cpu" and torch.is_autocast_cpu_enabled():
         return torch.get_autocast_cpu_dtype()
-    if device.type == "cuda" and torch.is_autocast_enabled():
+    elif device.type == "cuda" and torch.is_autocast_enabled():
         return torch.get_autocast_gpu_dtype()
     return torch.float32
 

@@ -192,7 +192,7 @@ class Trainer:
             surrogate = -adv * ratio
             clipped = -adv * ratio.clamp(1 - params.clip_low, 1 + params.clip_high)
             per_token = torch.maximum(surrogate, clipped)
-            sums["pg_loss"] += float((per_token * weight).sum())
+            sums["pg_loss"] += float((per_token * weight).sum().detach())
             if params.kl_coef > 0:
                 ref = self._reference_logprobs(part, ids, params.temperature, on)
                 kl = torch.exp(ref - lp) - (ref - lp) - 1  # k3: unbiased, never negative
