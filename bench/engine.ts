@@ -14,20 +14,24 @@ import {
 
 const exec = promisify(execFile);
 
-// Best square-matmul rate over a few sizes: the ceiling MFU is measured against.
+// Best square-matmul rate over a few sizes, on the engine's device: the ceiling MFU is measured against.
 const PEAK_SCRIPT = `
 import json, sys, time, torch
 torch.set_num_threads(int(sys.argv[1]))
 dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[sys.argv[2]]
+device = sys.argv[3]
+sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
 best = 0.0
-for n in (512, 1024, 2048):
-    a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
+for n in (2048, 4096, 8192) if device == "cuda" else (512, 1024, 2048):
+    a, b = torch.randn(n, n, device=device).to(dtype), torch.randn(n, n, device=device).to(dtype)
     a @ b
-    reps = max(2, int(3e9 / (2 * n**3)))
+    reps = max(2, int((3e12 if device == "cuda" else 3e9) / (2 * n**3)))
     for _ in range(3):
+        sync()
         t = time.perf_counter()
         for _ in range(reps):
             a @ b
+        sync()
         best = max(best, 2 * n**3 * reps / (time.perf_counter() - t))
 print(json.dumps({"flops": best}))
 `;
@@ -63,8 +67,9 @@ async function runScript<T>(script: string, args: string[]): Promise<T> {
   return JSON.parse(stdout) as T;
 }
 
-async function peakFlops(threads: number, dtype: string): Promise<number> {
-  return (await runScript<{ flops: number }>(PEAK_SCRIPT, [String(threads), dtype])).flops;
+async function peakFlops(info: EngineInfo): Promise<number> {
+  const args = [String(info.threads), info.dtype, info.device];
+  return (await runScript<{ flops: number }>(PEAK_SCRIPT, args)).flops;
 }
 
 async function readRate(bytes: number): Promise<number> {
@@ -173,26 +178,29 @@ export async function run(): Promise<void> {
       if (preset === presets[0]) {
         const startup = Object.entries(info.matmul_gflops).map(([k, v]) => `${k} ${v} GFLOP/s`);
         console.log(
-          `engine: torch ${info.torch}, ${info.dtype}${dtype ? " (pinned by COA_BENCH_ENGINE_DTYPE)" : ""} ` +
+          `engine: torch ${info.torch}, ${info.device}, ${info.dtype}${dtype ? " (pinned by COA_BENCH_ENGINE_DTYPE)" : ""} ` +
             `(start-up test: ${startup.join(", ") || "skipped"}), ${info.threads} threads, ` +
             `malloc ${info.malloc?.tuned ? "tuned" : "glibc defaults"}`,
         );
       }
       // Measured around each training run, keeping the best, so a busy moment cannot deflate the
       // peak and inflate MFU.
-      peak = Math.max(peak, await peakFlops(info.threads, info.dtype));
+      peak = Math.max(peak, await peakFlops(info));
       const train = await trainRate(engine, info, preset);
-      peak = Math.max(peak, await peakFlops(info.threads, info.dtype));
+      peak = Math.max(peak, await peakFlops(info));
       const gen = await genRates(engine, preset);
       const { drafted_tokens: drafted = 0, accepted_tokens: accepted = 0 } = (await engine.info()).counters;
-      // A one-row step projects with fp32 matrices (RowWeights in engine/coa_engine/model.py).
+      // A one-row step on a CPU projects with fp32 matrices (RowWeights in engine/coa_engine/model.py).
       const weightBytes = 4 * info.params;
-      const batch1Bound = (await readRate(weightBytes)) / weightBytes;
+      const batch1Bound =
+        info.device === "cpu"
+          ? ` (reading its ${fmt(weightBytes / 1e6)} MB of fp32 weights once a token at one thread's read rate ` +
+            `allows ${fmt((await readRate(weightBytes)) / weightBytes)})`
+          : "";
       console.log(
         `${preset.padEnd(5)} ${(info.params / 1e6).toFixed(2)}M params | train ${train.shape}: ${fmt(train.tokensPerS)} tok/s, ` +
           `${fmt(train.flops / 1e9)} GFLOP/s, MFU ${((100 * train.flops) / peak).toFixed(1)}% | ` +
-          `generate tok/s: batch 1 ${fmt(gen.batch1)} (reading its ${fmt(weightBytes / 1e6)} MB of fp32 weights once a token ` +
-          `at one thread's read rate allows ${fmt(batch1Bound)}), batch 32 (n=32) ${fmt(gen.batch32)}, ` +
+          `generate tok/s: batch 1 ${fmt(gen.batch1)}${batch1Bound}, batch 32 (n=32) ${fmt(gen.batch32)}, ` +
           `32 concurrent requests (distinct prompts) ${fmt(gen.concurrent32)} first, ${fmt(gen.concurrent32Again)} again ` +
           `(speculative decoding: ${accepted} of ${drafted} drafted ids accepted) | peak RSS ${await peakRssMb(engine.pid)}`,
       );
