@@ -1,6 +1,6 @@
 """Sampling with a KV cache, batched across requests.
 
-Requests queue up; one thread runs the batch: it prefills newly admitted prompts (once per prompt,
+Requests queue up; the model's thread (`ModelGate`) runs the batch: it prefills newly admitted prompts (once per prompt,
 then copies the cache for its n samples), merges them into the running batch, and decodes one token
 per row per step, dropping rows as they finish. Every row draws its random numbers from its own
 generator, seeded from the request's seed and the row's index, so a seeded request gives the same
@@ -38,9 +38,11 @@ import random
 import threading
 import time
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import torch
 from torch.nn import functional as F
@@ -49,6 +51,8 @@ from .drafting import NgramDrafter, RowContext
 from .model import KVCache, Transformer
 from .precision import autocast
 from .tokenizer import PAD_ID
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -141,10 +145,12 @@ def sample(logits: torch.Tensor, temperature: torch.Tensor, top_p: torch.Tensor,
 
 
 def pin_threads(threads: int) -> None:
-    """Sets this thread's torch thread count. torch keeps the count per thread, but a thread's first
-    parallel op resets it to the count last set by any thread, so that reset is triggered first."""
-    torch.get_num_threads()
-    torch.set_num_threads(threads)
+    """Sets this thread's torch thread count where it differs: setting it costs ~9 ms even to the same
+    count (torch rebuilds its thread pools), and the model thread sets it at every turn between
+    generation and exclusive work. torch keeps the count per thread, but a thread's first parallel op
+    resets it to the count last set by any thread, so `get_num_threads` triggers that reset first."""
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
 
 
 def find_stop(text: bytearray, added: int, stops: list[bytes]) -> tuple[int, int, int] | None:
@@ -158,63 +164,81 @@ def find_stop(text: bytearray, added: int, stops: list[bytes]) -> tuple[int, int
 
 
 class ModelGate:
-    """Generation batches and exclusive work (training, checkpoints) take turns on the model, so a
-    sample never mixes weights from before and after an update. Exclusive work waiting stops new
-    rows from joining the batch; it runs once the batch drains. `threads`: torch threads of the
-    thread that runs exclusive work (torch keeps the count per thread); None leaves torch's default.
-    """
+    """One long-lived thread, "model", runs all of the model's work: generation sessions and exclusive
+    work (training, scoring, checkpoints) take turns on it, so a sample never mixes weights from before
+    and after an update. Exclusive work waiting stops new rows from joining the batch; it runs once the
+    batch drains. `threads`: torch threads for exclusive work (torch keeps the count per thread, and
+    each turn sets its own); None leaves torch's default.
+
+    Why one thread: every thread that runs a parallel op keeps a pool of OpenMP threads, and once the
+    pools hold more threads than the machine has CPUs, libgomp stops spinning between parallel regions
+    and every region pays for waking its threads. A `small` SFT step on a 16-core Xeon took 256-301 ms
+    on the thread that built the model and 331-420 ms on a second thread (docs/engine.md). And HTTP
+    handlers each get a new thread, on which torch's oneDNN kernels (bf16 GEMMs built per shape, with
+    per-thread scratch) failed at random, about once in a thousand training steps."""
 
     def __init__(self, threads: int | None = None):
         self.threads = threads
         self._cv = threading.Condition()
-        self._busy = False
+        self._session = False  # a generation session runs on the model thread
+        self._held = False  # exclusive work holds the model
         self._exclusive_waiting = 0
-        self._worker: ThreadPoolExecutor | None = None
+        self._on_release: list[Callable[[], None]] = []
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="model")
+
+    def submit(self, fn: Callable[[], T]) -> Future[T]:
+        """Queues `fn` on the model thread (first come, first served) without taking the gate."""
+        return self._thread.submit(fn)
+
+    def on_release(self, fn: Callable[[], None]) -> None:
+        """Calls `fn` each time exclusive work ends (the sampler then resumes its queue)."""
+        self._on_release.append(fn)
 
     @contextmanager
     def exclusive(self):
+        """Holds the model for the block: waits for the running session to drain, and no session
+        starts until the block ends."""
         with self._cv:
             self._exclusive_waiting += 1
-            self._cv.wait_for(lambda: not self._busy)
+            self._cv.wait_for(lambda: not self._session and not self._held)
             self._exclusive_waiting -= 1
-            self._busy = True
+            self._held = True
         try:
             yield
         finally:
-            self._release()
+            with self._cv:
+                self._held = False
+                self._cv.notify_all()
+            for fn in self._on_release:
+                fn()
 
-    @contextmanager
-    def generation(self):
+    def try_generation(self) -> bool:
+        """Starts a generation session unless exclusive work holds the model or waits for it (never
+        blocks: the caller runs on the model thread, which exclusive work may be queued behind)."""
         with self._cv:
-            self._cv.wait_for(lambda: not self._busy and not self._exclusive_waiting)
-            self._busy = True
-        try:
-            yield
-        finally:
-            self._release()
+            if self._held or self._exclusive_waiting:
+                return False
+            self._session = True
+            return True
 
-    def run(self, fn):
-        """`fn()` in the exclusive section, on one long-lived thread rather than the caller's. HTTP
-        handlers each get a new thread; torch's oneDNN kernels (bf16 GEMMs built per shape, with
-        per-thread scratch) failed at random, about once in a thousand training steps, when every
-        step came from a fresh thread."""
+    def end_generation(self) -> None:
+        with self._cv:
+            self._session = False
+            self._cv.notify_all()
+
+    def run(self, fn: Callable[[], T]) -> T:
+        """`fn()` on the model thread, holding the model, with the gate's torch threads."""
+
+        def pinned() -> T:
+            if self.threads:
+                pin_threads(self.threads)
+            return fn()
+
         with self.exclusive():
-            if self._worker is None:
-                self._worker = ThreadPoolExecutor(
-                    max_workers=1,
-                    thread_name_prefix="model",
-                    initializer=pin_threads if self.threads else None,
-                    initargs=(self.threads,) if self.threads else (),
-                )
-            return self._worker.submit(fn).result()
+            return self.submit(pinned).result()
 
     def exclusive_waiting(self) -> bool:
         return self._exclusive_waiting > 0
-
-    def _release(self):
-        with self._cv:
-            self._busy = False
-            self._cv.notify_all()
 
 
 class CachedDecoder:
@@ -479,17 +503,20 @@ class Sampler:
         self.kv_bytes = 0  # keys and values of the running batch
         self.peak_kv_bytes = 0  # the most the running batch and the prefix cache held together
         self._closed = False
-        self._thread = threading.Thread(target=self._run, name="sampler", daemon=True)
-        self._thread.start()
-        # A thread that used torch's thread pool must end before the interpreter does, or the
-        # runtime's teardown can abort the process.
+        # A session is queued or running on the gate's model thread; the last one queued.
+        self._scheduled, self._last_session = False, None
+        gate.on_release(self._kick)
+        # The model thread used torch's thread pool; a session still running there must end before the
+        # interpreter does, or the runtime's teardown can abort the process.
         atexit.register(self.close)
 
     def close(self) -> None:
+        """Takes no more requests and waits for the running session, if any, to end."""
         with self._cv:
             self._closed = True
-            self._cv.notify_all()
-        self._thread.join()
+            last = self._last_session
+        if last is not None:
+            last.result()
 
     def _kv_bytes(self, rows: int, capacity: int) -> int:
         per_token = getattr(self.decoder, "kv_bytes_per_token", None)
@@ -537,30 +564,44 @@ class Sampler:
                 )
             self._pending.append(job)
             self._queued_rows += len(rows)
-            self._cv.notify()
+        self._kick()
         job.done.wait()
         if job.error is not None:
             raise job.error
         return rows
 
-    def _run(self):
-        if self.threads:
-            pin_threads(self.threads)
-        while True:
+    def _kick(self) -> None:
+        """Queues a session on the model thread if requests wait and none is queued or running."""
+        with self._cv:
+            if self._scheduled or self._closed or not self._pending:
+                return
+            self._scheduled = True
+            self._last_session = self.gate.submit(self._run_session)
+
+    def _run_session(self) -> None:
+        # Under the queue's lock, so that exclusive work ending now (whose release calls `_kick`, which
+        # takes the lock) sees this session unscheduled and queues the next.
+        with self._cv:
+            if not self.gate.try_generation():
+                self._scheduled = False
+                return
+        jobs: list[_Job] = []
+        try:
+            if self.threads:
+                pin_threads(self.threads)
+            with torch.inference_mode():
+                self._session(jobs)
+        except Exception as err:  # noqa: BLE001 - reported to every waiting request
+            self._track([], None)
+            for job in jobs:
+                if not job.done.is_set():
+                    job.error = err
+                    job.done.set()
+        finally:
+            self.gate.end_generation()
             with self._cv:
-                self._cv.wait_for(lambda: self._pending or self._closed)
-                if self._closed:
-                    return
-            jobs: list[_Job] = []
-            try:
-                with self.gate.generation(), torch.inference_mode():
-                    self._session(jobs)
-            except Exception as err:  # noqa: BLE001 - reported to every waiting request
-                self._track([], None)
-                for job in jobs:
-                    if not job.done.is_set():
-                        job.error = err
-                        job.done.set()
+                self._scheduled = False
+        self._kick()  # requests that came after the last admission, or that exclusive work held back
 
     def _session(self, jobs: list[_Job]):
         """Runs until no row is left, admitting queued requests between steps.

@@ -80,15 +80,16 @@ class Worker:
         self.started = time.time()
         # The HTTP server's open connections against its limit (server.ConnectionLimit), once serving.
         self.connections = None
+        # The model is built on the gate's model thread, as all of its work is (ModelGate says why).
         if checkpoint_dir:
-            self._load(checkpoint_dir, max_seq_len)
+            self.gate.run(lambda: self._load(checkpoint_dir, max_seq_len))
         else:
             self.tokenizer = self._fresh_tokenizer(tags or default_tags(), tokenizer_file)
             torch.manual_seed(seed)
             self.preset = preset or "tiny"
             config = preset_config(self.preset, self.tokenizer.vocab_size, max_seq_len)
             self._choose_dtype(config)
-            self._install(Transformer(config).to(self.device))
+            self.gate.run(lambda: self._install(Transformer(config).to(self.device)))
             self.checkpoint_dir = None
         if prefix_cache_mb is None:
             prefix_cache_mb = float(os.environ.get("COA_PREFIX_CACHE_MB", DEFAULT_PREFIX_CACHE_MB))

@@ -240,6 +240,35 @@ class ModelGateRunTest(unittest.TestCase):
         self.assertTrue(seen[0].startswith("model"))
         self.assertNotIn(seen[0], {t.name for t in callers})
 
+    def test_generation_and_exclusive_work_interleave_without_stranding_requests(self):
+        """Requests and exclusive work from many threads at once: each request is served, whether it
+        arrived while a session ran, while exclusive work held the model, or as either ended."""
+        gate = ModelGate()
+        sampler = Sampler(CachedDecoder(micro_model(), "fp32"), TOKENIZER, gate)
+        served, ran = [], []
+
+        def client(k: int):
+            for i in range(6):
+                if (k + i) % 2:
+                    params = SamplingParams(max_tokens=4, seed=k * 10 + i, ignore_eos=True)
+                    rows = sampler.generate([[1, 60 + k, 70 + i]], params)
+                    served.append(len(rows[0].ids))
+                else:
+                    ran.append(gate.run(lambda: threading.current_thread().name))
+
+        callers = [threading.Thread(target=client, args=(k,), daemon=True) for k in range(6)]
+        try:
+            for t in callers:
+                t.start()
+            for t in callers:
+                t.join(timeout=60)
+            self.assertFalse(any(t.is_alive() for t in callers), "a caller never returned")
+        finally:
+            sampler.close()
+        self.assertEqual((len(served), len(ran)), (18, 18))
+        self.assertEqual(set(served), {4})
+        self.assertEqual(len(set(ran)), 1)
+
 
 if __name__ == "__main__":
     unittest.main()

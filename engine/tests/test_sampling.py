@@ -50,21 +50,28 @@ class SampleTest(unittest.TestCase):
 
 
 class ThreadsTest(unittest.TestCase):
-    def test_generation_and_exclusive_work_run_with_their_own_thread_counts(self):
-        """torch keeps its thread count per thread: the sampler's thread generates with its count, the
-        model thread trains with the gate's, whatever the other set last."""
+    def test_generation_and_exclusive_work_share_one_thread_with_their_own_counts(self):
+        """Generation and exclusive work run on the gate's one model thread (one OpenMP pool in the
+        process), each turn with its own torch thread count, whatever the other set last."""
         gate = ModelGate(threads=2)
         sampler = Sampler(CachedDecoder(micro_model(), "fp32"), TOKENIZER, gate, threads=1)
         seen = []
         decode = sampler.decoder.decode
-        sampler.decoder.decode = lambda cache, ids: (seen.append(torch.get_num_threads()), decode(cache, ids))[1]
+
+        def watched(cache, ids):
+            seen.append((threading.current_thread().name, torch.get_num_threads()))
+            return decode(cache, ids)
+
+        sampler.decoder.decode = watched
+        here = lambda: (threading.current_thread().name, torch.get_num_threads())  # noqa: E731
         try:
-            self.assertEqual(gate.run(torch.get_num_threads), 2)
+            model_thread, threads = gate.run(here)
+            self.assertEqual(threads, 2)
             sampler.generate([[1, 70]], SamplingParams(max_tokens=3, temperature=0.0))
-            self.assertEqual(gate.run(torch.get_num_threads), 2)
+            self.assertEqual(gate.run(here), (model_thread, 2))
         finally:
             sampler.close()
-        self.assertEqual(set(seen), {1})
+        self.assertEqual(set(seen), {(model_thread, 1)})
 
 
 class SamplerTest(unittest.TestCase):
