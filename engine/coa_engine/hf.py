@@ -1,9 +1,10 @@
 """Serve and train a Hugging Face causal LM through the same API (`--hf-model PATH`).
 
-Optional: needs `transformers`, and is meant for a GPU. UNTESTED in this repository: the machine it
-was written on has neither transformers, a GPU nor weights. The sampler, trainer and HTTP layer are
-the same code the built-in model uses; this file only adapts the model, its KV cache (left-padded
-rows, merged by padding on the left) and its tokenizer.
+Optional: needs `transformers`, and is meant for a GPU. engine/tests/test_hf.py runs it on a random
+Llama where transformers is installed (it first ran on an H100 with transformers 5.17; Debian has no
+transformers, so CI skips it). The sampler, trainer and HTTP layer are the same code the built-in model
+uses; this file only adapts the model, its KV cache (left-padded rows, merged by padding on the left)
+and its tokenizer.
 """
 
 from __future__ import annotations
