@@ -1,10 +1,11 @@
 """Sampling with a KV cache, batched across requests.
 
-Requests queue up; the model's thread (`ModelGate`) runs the batch: it prefills newly admitted prompts (once per prompt,
-then copies the cache for its n samples), merges them into the running batch, and decodes one token
-per row per step, dropping rows as they finish. Every row draws its random numbers from its own
-generator, seeded from the request's seed and the row's index, so a seeded request gives the same
-samples whatever else shares the batch (up to last-bit differences of batched arithmetic).
+Requests queue up; the model's thread (`ModelGate`) runs the batch: it prefills newly admitted
+prompts (once per prompt, then copies the cache for its n samples), merges them into the running
+batch, and decodes one token per row per step, dropping rows as they finish. Every row draws its
+random numbers from its own generator, seeded from the request's seed and the row's index, so a
+seeded request gives the same samples whatever else shares the batch (up to last-bit differences of
+batched arithmetic).
 
 Logprobs: the logprob of each sampled token under the temperature-scaled model distribution,
 log_softmax(logits / T), before top-p truncation. That is the quantity the trainer recomputes
