@@ -349,7 +349,7 @@ class PrefixCache:
     """Keys and values of finished rows (prompt + completion), least recently used first out, at most
     `max_bytes` in all. `lookup` finds the entry sharing the longest prefix with a prompt; reuse needs
     at least `min_tokens` shared ids and leaves the prompt's last id to prefill (its logits start the
-    sampling). Not thread-safe: only the sampler's thread touches it."""
+    sampling). Not thread-safe: only the model thread touches it."""
 
     def __init__(self, max_bytes: int, min_tokens: int = 16):
         self.max_bytes, self.min_tokens = max_bytes, min_tokens
@@ -481,7 +481,8 @@ class Sampler:
         # At least one full batch, so that a request that fits the batch always fits an empty queue.
         self.max_queued_rows = max(max_rows, 4 * max_rows if max_queued_rows is None else max_queued_rows)
         self.retry_after = retry_after
-        # Torch threads of the sampling thread (kept per thread); None leaves torch's default.
+        # Torch threads of generation sessions (set on the model thread as each starts); None leaves
+        # torch's default.
         self.threads = threads
         self.prefix_cache = PrefixCache(prefix_cache_bytes, prefix_min_tokens)
         self._pending: list[_Job] = []
