@@ -142,6 +142,8 @@ def main(argv: list[str] | None = None) -> None:
         server.serve_forever()
     except KeyboardInterrupt:
         log("interrupted; exiting")
+        # Requests still generating get 503 now rather than holding the exit until they finish.
+        worker.sampler.close()
 
 
 if __name__ == "__main__":

@@ -70,8 +70,8 @@ class SamplingParams:
 
 class Refused(Exception):
     """A request the sampler does not take. `status` 503: the queue is full now, try again after
-    `retry_after` seconds; 400: the request alone exceeds a bound and can never run. `code` names the
-    bound (queue_full, too_many_rows, kv_too_large)."""
+    `retry_after` seconds, or the engine is shutting down; 400: the request alone exceeds a bound and
+    can never run. `code` names the cause (queue_full, shutting_down, too_many_rows, kv_too_large)."""
 
     def __init__(self, message: str, status: int, code: str, retry_after: float | None = None):
         super().__init__(message)
@@ -513,12 +513,22 @@ class Sampler:
         atexit.register(self.close)
 
     def close(self) -> None:
-        """Takes no more requests and waits for the running session, if any, to end."""
+        """Takes no more requests, ends the running session at its next step, refuses what was queued
+        or decoding (503, shutting_down), and waits for the session to end."""
         with self._cv:
             self._closed = True
-            last = self._last_session
+            last, queued = self._last_session, self._pending
+            self._pending, self._queued_rows = [], 0
+        self._refuse_closed(queued)
         if last is not None:
             last.result()
+
+    @staticmethod
+    def _refuse_closed(jobs: list[_Job]) -> None:
+        for job in jobs:
+            if not job.done.is_set():
+                job.error = Refused("the engine is shutting down", 503, "shutting_down")
+                job.done.set()
 
     def _kv_bytes(self, rows: int, capacity: int) -> int:
         per_token = getattr(self.decoder, "kv_bytes_per_token", None)
@@ -556,6 +566,8 @@ class Sampler:
         for r in rows:
             r.job = job
         with self._cv:
+            if self._closed:
+                raise Refused("the engine is shutting down", 503, "shutting_down")
             if self._queued_rows + len(rows) > self.max_queued_rows:
                 self.refused += 1
                 raise Refused(
@@ -616,6 +628,10 @@ class Sampler:
         cache: KVCache | None = None
         logits = torch.empty(0)
         while True:
+            if self._closed:  # a shutdown does not wait for long generations to finish
+                self._refuse_closed(jobs)
+                self._track([], None)
+                return
             capacity = cache.capacity if isinstance(cache, KVCache) else 0
             admitted = self._admit(len(rows), capacity)
             jobs.extend(admitted)

@@ -38,8 +38,16 @@ def wait_for(condition):
 
 
 def start(fn, *args):
+    """Runs `fn(*args)` on a new thread; `out` gets its "rows", or the "error" it raised."""
     out = {}
-    thread = threading.Thread(target=lambda: out.setdefault("rows", fn(*args)))
+
+    def run():
+        try:
+            out["rows"] = fn(*args)
+        except Exception as err:  # noqa: BLE001 - the test reads it
+            out["error"] = err
+
+    thread = threading.Thread(target=run)
     thread.start()
     return thread, out
 
@@ -268,6 +276,30 @@ class ModelGateRunTest(unittest.TestCase):
         self.assertEqual((len(served), len(ran)), (18, 18))
         self.assertEqual(set(served), {4})
         self.assertEqual(len(set(ran)), 1)
+
+
+class ShutdownTest(unittest.TestCase):
+    def test_close_refuses_what_decodes_and_what_waits_without_waiting_for_it(self):
+        """A shutdown ends a long generation at its next step: the request decoding, one waiting in the
+        queue for a free row and one sent after the close all get 503 shutting_down."""
+        decoder = Recording(micro_model(max_seq_len=4096), pause_at=3)
+        sampler = Sampler(decoder, TOKENIZER, ModelGate(), max_rows=1)
+        long = SamplingParams(max_tokens=4000, ignore_eos=True)
+        decoding, a = start(sampler.generate, [[1, 60, 61]], long)
+        self.assertTrue(decoder.reached.wait(30))  # the long request holds the only row, mid-decode
+        queued, b = start(sampler.generate, [[1, 70]], long)
+        wait_for(lambda: sampler.stats()["queued_rows"] == 1)
+        decoder.release.set()
+        sampler.close()
+        for thread in (decoding, queued):
+            thread.join(timeout=30)
+            self.assertFalse(thread.is_alive())
+        self.assertLess(decoder.calls, 4000)
+        for out in (a, b):
+            self.assertIsInstance(out["error"], Refused)
+            self.assertEqual((out["error"].status, out["error"].code), (503, "shutting_down"))
+        with self.assertRaises(Refused):
+            sampler.generate([[1, 80]], long)
 
 
 if __name__ == "__main__":
