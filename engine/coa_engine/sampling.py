@@ -174,7 +174,7 @@ class ModelGate:
     Why one thread: every thread that runs a parallel op keeps a pool of OpenMP threads, and once the
     pools hold more threads than the machine has CPUs, libgomp stops spinning between parallel regions
     and every region pays for waking its threads. A `small` SFT step on a 16-core Xeon took 256-301 ms
-    on the thread that built the model and 331-420 ms on a second thread (docs/engine.md). And HTTP
+    on the thread that built the model and 331-361 ms on a second thread (docs/engine.md). And HTTP
     handlers each get a new thread, on which torch's oneDNN kernels (bf16 GEMMs built per shape, with
     per-thread scratch) failed at random, about once in a thousand training steps."""
 
