@@ -78,6 +78,10 @@ class Refused(Exception):
         self.status, self.code, self.retry_after = status, code, retry_after
 
 
+def shutting_down() -> Refused:
+    return Refused("the engine is shutting down", 503, "shutting_down")
+
+
 @dataclass(eq=False)
 class Row:
     """One sample being generated: a prompt, its sampling state and everything it produced so far."""
@@ -519,15 +523,16 @@ class Sampler:
             self._closed = True
             last, queued = self._last_session, self._pending
             self._pending, self._queued_rows = [], 0
-        self._refuse_closed(queued)
+        self._fail(queued, shutting_down())
         if last is not None:
             last.result()
 
     @staticmethod
-    def _refuse_closed(jobs: list[_Job]) -> None:
+    def _fail(jobs: list[_Job], error: BaseException) -> None:
+        """Ends every job not done yet with `error`, which `generate` raises to its caller."""
         for job in jobs:
             if not job.done.is_set():
-                job.error = Refused("the engine is shutting down", 503, "shutting_down")
+                job.error = error
                 job.done.set()
 
     def _kv_bytes(self, rows: int, capacity: int) -> int:
@@ -567,7 +572,7 @@ class Sampler:
             r.job = job
         with self._cv:
             if self._closed:
-                raise Refused("the engine is shutting down", 503, "shutting_down")
+                raise shutting_down()
             if self._queued_rows + len(rows) > self.max_queued_rows:
                 self.refused += 1
                 raise Refused(
@@ -607,10 +612,7 @@ class Sampler:
                 self._session(jobs)
         except Exception as err:  # noqa: BLE001 - reported to every waiting request
             self._track([], None)
-            for job in jobs:
-                if not job.done.is_set():
-                    job.error = err
-                    job.done.set()
+            self._fail(jobs, err)
         finally:
             self.gate.end_generation()
             with self._cv:
@@ -629,7 +631,7 @@ class Sampler:
         logits = torch.empty(0)
         while True:
             if self._closed:  # a shutdown does not wait for long generations to finish
-                self._refuse_closed(jobs)
+                self._fail(jobs, shutting_down())
                 self._track([], None)
                 return
             capacity = cache.capacity if isinstance(cache, KVCache) else 0
