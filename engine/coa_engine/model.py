@@ -3,13 +3,16 @@
 One forward serves training (full causal attention) and prefill (the same, writing a KV cache);
 `extend` prefills only the new end of a prompt whose start is already cached (a prefix-cache hit), and
 `decode` takes one new token per row, each row at its own length in the cache, with the same
-arithmetic laid out for single rows (`DecodeWeights`).
+arithmetic laid out for single rows (`DecodeWeights`) and compiled by TorchScript (`decode_tokens`).
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import sys
 from dataclasses import asdict, dataclass
+from typing import List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -106,8 +109,12 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        xf = x.float()
-        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).type_as(x) * self.weight
+        return rms_norm(x, self.weight, self.eps)
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).type_as(x) * weight
 
 
 def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -478,18 +485,15 @@ class Transformer(nn.Module):
         row: 2-D activations, every projection a plain matmul against a transposed, contiguous copy of
         its weight, already cast to the autocast dtype (`DecodeWeights`), or for a single token on a CPU
         a matrix-vector product (`RowWeights`), and the per-step index and mask tensors built once for
-        all layers rather than per layer.
+        all layers rather than per layer. The step itself is `decode_tokens`, compiled by TorchScript.
         """
         single = ids.dim() == 1
         pos = cache.lens
         b, t = ids.shape[0], 1 if single else ids.shape[1]
-        h, hd = self.config.n_heads, self.config.head_dim
+        h = self.config.n_heads
         span = int(pos.max()) + t
         cache.reserve(span)
         w = (weights or self.decode_weights()).for_rows(b * t)
-        at = pos[:, None] + torch.arange(t, device=ids.device)  # [B, T]: each new token's position
-        cos, sin = self.rope_cos[at][:, None, None], self.rope_sin[at][:, None, None]  # [B, 1, 1, T, D/2]
-        rows = torch.arange(b, device=ids.device)[:, None]
         # All rows at one position (batch 1, n samples of one prompt): plain slices instead of
         # scattered writes.
         uniform = span - t if b == 1 or bool((pos == pos[0]).all()) else None
@@ -498,42 +502,14 @@ class Transformer(nn.Module):
         # while the allocation is at most twice the span they read all of it instead, masking the
         # positions not yet written (exactly zero weight after the softmax).
         width = cache.positions if w.dtype != torch.float32 and cache.positions <= 2 * span else span
-        if uniform is not None and width == span and t == 1:
-            bias = torch.zeros((), device=ids.device)  # every row sees its whole prefix
-        else:
-            future = torch.arange(width, device=ids.device)[None, None, :] > at[:, :, None]
-            # In the matmul dtype (0 and -inf are exact in it): autocast would cast it in every layer.
-            bias = torch.zeros(b, t, width, dtype=w.dtype, device=ids.device).masked_fill(future, float("-inf"))
-            bias = bias.repeat_interleave(h, dim=0)
-        scale = 1.0 / math.sqrt(hd)
-        x = self.embed(ids.reshape(b * t))
-        for i, block in enumerate(self.blocks):
-            lw = w.layers[i]
-            # [B, 3, H, T, D]: queries, keys and values of every new token
-            qkv = w.project(block.attn_norm(x), lw[0]).view(b, t, 3, h, hd).permute(0, 2, 3, 1, 4)
-            q, k = rotate(qkv[:, :2], cos, sin).unbind(1)  # queries and keys in one rotation
-            v = qkv[:, 2]
-            keys, values = cache.keys[i], cache.values[i]  # values: positions last (KVCache)
-            if uniform is not None:
-                keys[:, :, uniform : uniform + t] = k
-                values[..., uniform : uniform + t] = v.transpose(2, 3)
-            else:
-                keys[rows, :, at] = k.transpose(1, 2).to(keys.dtype)
-                values[rows, :, :, at] = v.transpose(1, 2).to(values.dtype)
-            k, vt = keys[:, :, :width], values[..., :width]
-            if w.dtype == torch.float32:
-                k, vt = k.to(q.dtype), vt.to(q.dtype)
-            # else autocast casts them for the matmuls, a no-op for a cache already in its dtype.
-            k, vt = k.reshape(b * h, width, hd), vt.reshape(b * h, hd, width)
-            scores = torch.baddbmm(bias, q.reshape(b * h, t, hd), k.transpose(1, 2), alpha=scale)
-            # In the scores' dtype: torch's bf16 softmax computes in fp32 and rounds once, the bits of
-            # an fp32 softmax cast back, without the two casts (as `Attention._attend` does).
-            y = torch.softmax(scores, dim=-1) @ vt.transpose(1, 2)  # [B * H, T, D]
-            x = x + w.project(y.view(b, h, t, hd).transpose(1, 2).reshape(b * t, h * hd), lw[1])
-            gate, up = w.project(block.ffn_norm(x), lw[2]).chunk(2, dim=-1)
-            x = x + w.project(F.silu(gate) * up, lw[3])
+        norms = [n.weight for block in self.blocks for n in (block.attn_norm, block.ffn_norm)] + [self.norm.weight]
+        # The casts are explicit in `decode_tokens` (what autocast would do), so it runs without it.
+        with torch.autocast(ids.device.type, enabled=False):
+            logits = decode_step()(
+                ids.reshape(b, t), pos, span, uniform, width, self.embed.weight, self.rope_cos, self.rope_sin,
+                w.layers, norms, self.norm.eps, w.output, w.dtype, w.vector, cache.keys, cache.values, h,
+            )  # fmt: skip
         cache.lens = pos + t
-        logits = w.project(self.norm(x), w.output)
         return logits if single else logits.view(b, t, -1)
 
     def decode_weights(self) -> DecodeWeights:
@@ -551,6 +527,94 @@ class Transformer(nn.Module):
 
     def logits(self, x: torch.Tensor) -> torch.Tensor:
         return F.linear(self.norm(x), self.embed.weight)
+
+
+def project(x: torch.Tensor, weight: torch.Tensor, dtype: torch.dtype, vector: bool) -> torch.Tensor:
+    """Rows x [N, in] times a decode weight, in the arithmetic of a matmul in `dtype`: an [in, out]
+    matrix in `dtype` (`DecodeWeights`), or with `vector`, for one row, an [out, in] fp32 matrix of
+    `dtype`-rounded values (`RowWeights`), the input and output rounded to `dtype` around `torch.mv`."""
+    if vector:
+        return torch.mv(weight, x[0].to(dtype).float()).to(dtype)[None]
+    return x.to(dtype) @ weight
+
+
+def decode_tokens(
+    ids: torch.Tensor,
+    pos: torch.Tensor,
+    span: int,
+    uniform: Optional[int],
+    width: int,
+    embed: torch.Tensor,
+    rope_cos: torch.Tensor,
+    rope_sin: torch.Tensor,
+    layers: List[Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]],
+    norms: List[torch.Tensor],
+    eps: float,
+    output: torch.Tensor,
+    dtype: torch.dtype,
+    vector: bool,
+    keys: List[torch.Tensor],
+    values: List[torch.Tensor],
+    heads: int,
+) -> torch.Tensor:
+    """The step of `Transformer.decode` (see there) from the new ids [B, T] of rows whose first new
+    position is `pos` [B] to logits [B * T, V]: rotation, cache writes (slices at `uniform` when
+    every row is at one position, else scattered), attention over the first `width` positions of the
+    cache (those past a row's own masked), and every matmul's inputs cast to `dtype` as autocast casts
+    them.
+
+    Written for TorchScript (`decode_step`): one call replaces the ~200 Python-dispatched ops of a
+    `tiny` step in eager mode, with the same kernels in the same order, so the same bits."""
+    b, t = ids.shape[0], ids.shape[1]
+    at = pos[:, None] + torch.arange(t, device=ids.device)  # [B, T]: each new token's position
+    cos, sin = rope_cos[at][:, None, None], rope_sin[at][:, None, None]  # [B, 1, 1, T, D/2]
+    rows = torch.arange(b, device=ids.device)[:, None]
+    if uniform is not None and width == span and t == 1:
+        bias = torch.zeros((), dtype=dtype, device=ids.device)  # every row sees its whole prefix
+    else:
+        future = torch.arange(width, device=ids.device)[None, None, :] > at[:, :, None]
+        bias = torch.zeros(b, t, width, dtype=dtype, device=ids.device).masked_fill(future, float("-inf"))
+        bias = bias.repeat_interleave(heads, dim=0)
+    x = F.embedding(ids.reshape(b * t), embed)
+    hd = x.shape[-1] // heads
+    scale = 1.0 / math.sqrt(hd)
+    for i in range(len(layers)):
+        lw = layers[i]
+        # [B, 3, H, T, D]: queries, keys and values of every new token
+        qkv = project(rms_norm(x, norms[2 * i], eps), lw[0], dtype, vector).view(b, t, 3, heads, hd)
+        qkv = qkv.permute(0, 2, 3, 1, 4)
+        qk = rotate(qkv[:, :2], cos, sin)  # queries and keys in one rotation
+        q, k, v = qk[:, 0], qk[:, 1], qkv[:, 2]
+        cached_keys, cached_values = keys[i], values[i]  # values: positions last (KVCache)
+        if uniform is not None:
+            cached_keys[:, :, uniform : uniform + t] = k
+            cached_values[..., uniform : uniform + t] = v.transpose(2, 3)
+        else:
+            cached_keys[rows, :, at] = k.transpose(1, 2).to(cached_keys.dtype)
+            cached_values[rows, :, :, at] = v.transpose(1, 2).to(cached_values.dtype)
+        k = cached_keys[:, :, :width].to(dtype).reshape(b * heads, width, hd)
+        vt = cached_values[..., :width].to(dtype).reshape(b * heads, hd, width)
+        scores = torch.baddbmm(bias.to(dtype), q.reshape(b * heads, t, hd).to(dtype), k.transpose(1, 2), alpha=scale)
+        # In the scores' dtype: torch's bf16 softmax computes in fp32 and rounds once, the bits of an
+        # fp32 softmax cast back, without the two casts (as `Attention._attend` does).
+        y = torch.softmax(scores, dim=-1) @ vt.transpose(1, 2)  # [B * H, T, D]
+        x = x + project(y.view(b, heads, t, hd).transpose(1, 2).reshape(b * t, heads * hd), lw[1], dtype, vector)
+        gate, up = project(rms_norm(x, norms[2 * i + 1], eps), lw[2], dtype, vector).chunk(2, dim=-1)
+        x = x + project(F.silu(gate) * up, lw[3], dtype, vector)
+    return project(rms_norm(x, norms[-1], eps), output, dtype, vector)
+
+
+@functools.lru_cache(maxsize=None)
+def decode_step():
+    """`decode_tokens` compiled by TorchScript, at the first decode step (about 0.1 s): a `tiny` step
+    of one row took 1.1-1.5 ms against 1.7-2.1 ms in eager mode, with identical logits
+    (docs/engine.md). Where TorchScript is missing or refuses the function, eager mode: the same
+    arithmetic, slower."""
+    try:
+        return torch.jit.script(decode_tokens)
+    except Exception as error:  # noqa: BLE001 - any compiler failure leaves the eager function
+        print(f"coa-engine: decoding without TorchScript ({error.__class__.__name__}: {error})", file=sys.stderr)
+        return decode_tokens
 
 
 class DecodeWeights:
@@ -578,9 +642,7 @@ class DecodeWeights:
             self.layers = [tuple(t(w) for w in ws) for ws in self._params]
             self.output = t(self._output_param)
 
-    @staticmethod
-    def project(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        return x @ weight
+    vector = False  # `project`'s matmul
 
     def for_rows(self, rows: int) -> DecodeWeights | RowWeights:
         """The weights a decode step of `rows` rows projects with: `RowWeights` for one row on a CPU."""
@@ -604,6 +666,8 @@ class RowWeights:
     process: fp32 2.1 -> 1.1 ms, bf16 1.9 -> 1.6 ms (docs/engine.md).
     """
 
+    vector = True  # `project`'s matrix-vector product
+
     def __init__(self, layers: list[tuple[torch.Tensor, ...]], output: torch.Tensor, dtype: torch.dtype):
         self.dtype = dtype
         with torch.no_grad():
@@ -613,8 +677,3 @@ class RowWeights:
 
             self.layers = [tuple(t(w) for w in ws) for ws in layers]
             self.output = t(output)
-
-    def project(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        if self.dtype == torch.float32:
-            return torch.mv(weight, x[0])[None]
-        return torch.mv(weight, x[0].to(self.dtype).float()).to(self.dtype)[None]

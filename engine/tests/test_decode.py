@@ -1,14 +1,17 @@
 """The decoding fast path (`Transformer.decode` with `DecodeWeights`) and the prefix cache, held
 against a plain full-recompute forward pass and against cold requests."""
 
+import io
 import random
 import threading
 import unittest
+from unittest import mock
 
 import torch
 import torch.nn.functional as F
 
-from coa_engine.model import KVCache, RowWeights
+from coa_engine import model as model_module
+from coa_engine.model import KVCache, RowWeights, project
 from coa_engine.precision import autocast
 from coa_engine.sampling import CachedDecoder, ModelGate, PrefixCache, Sampler, SamplingParams, common_prefix
 from coa_engine.train import Sequence, Trainer
@@ -126,7 +129,7 @@ class GreedyMatchesFullForwardTest(unittest.TestCase):
                 bf16 = model.decode_weights().for_rows(1)
             self.assertTrue(torch.equal(bf16.layers[0][0], qkv.bfloat16().float()))
             x = torch.randn(1, qkv.shape[1])
-            out = bf16.project(x, bf16.layers[0][0])
+            out = project(x, bf16.layers[0][0], bf16.dtype, bf16.vector)
             self.assertEqual(out.dtype, torch.bfloat16)
             # The bf16 rounding (half of 2^-8 relative) of an fp32 sum of exact products (each off by
             # at most n * 2^-24 of the sum of magnitudes, n = 128 here), with a factor of two to spare.
@@ -134,6 +137,44 @@ class GreedyMatchesFullForwardTest(unittest.TestCase):
             exact = terms.sum(-1)
             bound = exact.abs() * 2**-8 + terms.abs().sum(-1) * 2**-15
             self.assertTrue(((out[0].double() - exact).abs() <= bound).all())
+
+
+class CompiledDecodeTest(unittest.TestCase):
+    def _steps(self, dtype, rows, lens):
+        """Logits of 12 decode steps (one of three new ids per row every fourth step) and the cache."""
+        model = micro_model(seed=11)
+        g = torch.Generator().manual_seed(5)
+        with torch.no_grad(), autocast(dtype):
+            cache = KVCache.empty(model.config, rows, 64, torch.bfloat16 if dtype == "bf16" else torch.float32)
+            model(torch.randint(3, 200, (rows, 14), generator=g), cache, torch.tensor(lens))
+            shapes = [(rows, 3) if step % 4 == 3 else (rows,) for step in range(12)]
+            logits = [model.decode(torch.randint(3, 200, shape, generator=g), cache).reshape(-1) for shape in shapes]
+        return torch.cat(logits), cache.keys + cache.values
+
+    def test_torchscript_changes_no_bit(self):
+        """`decode_step` compiles `decode_tokens`; run as plain Python it gives the same logits and
+        cache entries, bit for bit, for one row, rows at one position and rows at different ones."""
+        for dtype, rows, lens in (
+            ("fp32", 1, [14]), ("fp32", 3, [14, 9, 2]), ("bf16", 1, [14]), ("bf16", 2, [14, 14]), ("bf16", 3, [5, 14, 9]),
+        ):
+            with self.subTest(dtype=dtype, rows=rows, lens=lens):
+                self.assertIsNot(model_module.decode_step(), model_module.decode_tokens)  # compiled here
+                compiled = self._steps(dtype, rows, lens)
+                with mock.patch.object(model_module, "decode_step", lambda: model_module.decode_tokens):
+                    plain = self._steps(dtype, rows, lens)
+                self.assertTrue(torch.equal(compiled[0], plain[0]))
+                for a, b in zip(compiled[1], plain[1]):
+                    self.assertTrue(torch.equal(a, b))
+
+    def test_without_torchscript_it_decodes_in_python_and_says_so(self):
+        model_module.decode_step.cache_clear()
+        try:
+            with mock.patch.object(torch.jit, "script", side_effect=RuntimeError("no compiler")):
+                with mock.patch("sys.stderr", new_callable=io.StringIO) as err:
+                    self.assertIs(model_module.decode_step(), model_module.decode_tokens)
+            self.assertIn("decoding without TorchScript (RuntimeError: no compiler)", err.getvalue())
+        finally:
+            model_module.decode_step.cache_clear()
 
 
 class DecodeMaskTest(unittest.TestCase):
