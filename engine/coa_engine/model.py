@@ -19,6 +19,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from .precision import autocast
+
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -503,8 +505,9 @@ class Transformer(nn.Module):
         # positions not yet written (exactly zero weight after the softmax).
         width = cache.positions if w.dtype != torch.float32 and cache.positions <= 2 * span else span
         norms = [n.weight for block in self.blocks for n in (block.attn_norm, block.ffn_norm)] + [self.norm.weight]
-        # The casts are explicit in `decode_tokens` (what autocast would do), so it runs without it.
-        with torch.autocast(ids.device.type, enabled=False):
+        # `decode_tokens` casts every matmul's inputs as autocast would. Autocast stays off there: under it
+        # TorchScript casts on its own (its one-row bf16 logits then differed from eager mode's).
+        with autocast("off", ids.device.type):
             logits = decode_step()(
                 ids.reshape(b, t), pos, span, uniform, width, self.embed.weight, self.rope_cos, self.rope_sin,
                 w.layers, norms, self.norm.eps, w.output, w.dtype, w.vector, cache.keys, cache.values, h,

@@ -120,18 +120,22 @@ _idle_autocasts = threading.local()
 
 @contextlib.contextmanager
 def autocast(dtype: str, device_type: str = "cpu"):
-    """The context that model code runs in on `device_type` ("cpu" or "cuda").
+    """The context that model code runs in on `device_type` ("cpu" or "cuda"): bf16 autocast for
+    "bf16"; for "fp32" the state as it is; "off" turns autocast off inside (for code that casts for
+    itself, as `decode_tokens` does).
 
     Each thread reuses the `torch.autocast` objects it built (one per level of nesting): building one
     looks for torch_xla on disk (`importlib.util.find_spec` over sys.path), 53 us here against 2 us to
     enter and leave a built one, and the sampler enters this context for every decode step (a `tiny`
     step at batch 1 takes about 1.5 ms). An object is reusable because its `__enter__` saves and its
     `__exit__` restores the autocast state each time."""
-    if dtype != "bf16":
+    if dtype == "fp32":
         yield
         return
-    idle = _idle_autocasts.__dict__.setdefault(device_type, [])
-    context = idle.pop() if idle else torch.autocast(device_type=device_type, dtype=torch.bfloat16)
+    if dtype not in ("bf16", "off"):
+        raise ValueError(f"autocast takes bf16, fp32 or off, not {dtype!r}")
+    idle = _idle_autocasts.__dict__.setdefault((device_type, dtype), [])
+    context = idle.pop() if idle else torch.autocast(device_type, dtype=torch.bfloat16, enabled=dtype == "bf16")
     with context:
         yield
     idle.append(context)

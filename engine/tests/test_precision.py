@@ -105,6 +105,11 @@ class AutocastTest(unittest.TestCase):
         x = torch.ones(2, 2)
         with autocast("bf16"):
             self.assertEqual((x @ x).dtype, torch.bfloat16)
+            with autocast("off"):  # code that casts for itself
+                self.assertEqual((x @ x).dtype, torch.float32)
+            self.assertEqual((x @ x).dtype, torch.bfloat16)
+        with self.assertRaises(ValueError), autocast("fp16"):
+            pass
 
 
 if __name__ == "__main__":
