@@ -7,8 +7,11 @@ from unittest import mock
 
 import torch
 
-from coa_engine.model import preset_config
+from coa_engine.model import matmul_dtype, preset_config
 from coa_engine.precision import MAX_ROUNDS, MIN_ROUNDS, autocast, choose_dtype, linear_flops, one_thread
+
+# The autocast state as the model reads it (torch's own per-device queries are deprecated from 2.4).
+CPU = torch.device("cpu")
 
 
 def scripted(fp32: list[float], bf16: list[float]):
@@ -79,7 +82,7 @@ class AutocastTest(unittest.TestCase):
             with mock.patch("torch.autocast", wraps=torch.autocast) as probe:
                 for _ in range(10):
                     with autocast("bf16"):
-                        self.assertTrue(torch.is_autocast_cpu_enabled())
+                        self.assertEqual(matmul_dtype(CPU), torch.bfloat16)
                 return probe.call_count
 
         built: list[int] = []
@@ -90,18 +93,17 @@ class AutocastTest(unittest.TestCase):
         self.assertLessEqual(enter_many(), 1)  # this thread may have built one already
 
     def test_nesting_and_errors_restore_the_state(self):
-        self.assertFalse(torch.is_autocast_cpu_enabled())
+        self.assertEqual(matmul_dtype(CPU), torch.float32)
         with autocast("bf16"):
             with autocast("bf16"):
-                self.assertTrue(torch.is_autocast_cpu_enabled())
-                self.assertEqual(torch.get_autocast_cpu_dtype(), torch.bfloat16)
-            self.assertTrue(torch.is_autocast_cpu_enabled())
-        self.assertFalse(torch.is_autocast_cpu_enabled())
+                self.assertEqual(matmul_dtype(CPU), torch.bfloat16)
+            self.assertEqual(matmul_dtype(CPU), torch.bfloat16)
+        self.assertEqual(matmul_dtype(CPU), torch.float32)
         with self.assertRaises(ValueError), autocast("bf16"):
             raise ValueError("inside")
-        self.assertFalse(torch.is_autocast_cpu_enabled())
+        self.assertEqual(matmul_dtype(CPU), torch.float32)
         with autocast("fp32"):
-            self.assertFalse(torch.is_autocast_cpu_enabled())
+            self.assertEqual(matmul_dtype(CPU), torch.float32)
         x = torch.ones(2, 2)
         with autocast("bf16"):
             self.assertEqual((x @ x).dtype, torch.bfloat16)
