@@ -504,13 +504,12 @@ class Transformer(nn.Module):
         # while the allocation is at most twice the span they read all of it instead, masking the
         # positions not yet written (exactly zero weight after the softmax).
         width = cache.positions if w.dtype != torch.float32 and cache.positions <= 2 * span else span
-        norms = [n.weight for block in self.blocks for n in (block.attn_norm, block.ffn_norm)] + [self.norm.weight]
         # `decode_tokens` casts every matmul's inputs as autocast would. Autocast stays off there: under it
         # TorchScript casts on its own (its one-row bf16 logits then differed from eager mode's).
         with autocast("off", ids.device.type):
             logits = decode_step()(
                 ids.reshape(b, t), pos, span, uniform, width, self.embed.weight, self.rope_cos, self.rope_sin,
-                w.layers, norms, self.norm.eps, w.output, w.dtype, w.vector, cache.keys, cache.values, h,
+                w.layers, w.norms, self.norm.eps, w.output, w.dtype, w.vector, cache.keys, cache.values, h,
             )  # fmt: skip
         cache.lens = pos + t
         return logits if single else logits.view(b, t, -1)
@@ -636,6 +635,9 @@ class DecodeWeights:
             (b.attn.qkv.weight, b.attn.out.weight, b.ffn.gate_up.weight, b.ffn.down.weight) for b in model.blocks
         ]
         self._output_param = model.embed.weight
+        # The norms' weights as they are (parameters, not copies), each block's two then the last: in
+        # both layouts, gathered once per change of the weights rather than at every step.
+        self.norms = [n.weight for b in model.blocks for n in (b.attn_norm, b.ffn_norm)] + [model.norm.weight]
         self._rows = None
         with torch.no_grad():
 
@@ -652,7 +654,7 @@ class DecodeWeights:
         if rows != 1 or self.output.device.type != "cpu":
             return self
         if self._rows is None:  # built at the first single-row step: its memory only where it is used
-            self._rows = RowWeights(self._params, self._output_param, self.dtype)
+            self._rows = RowWeights(self._params, self._output_param, self.dtype, self.norms)
         return self._rows
 
 
@@ -671,8 +673,10 @@ class RowWeights:
 
     vector = True  # `project`'s matrix-vector product
 
-    def __init__(self, layers: list[tuple[torch.Tensor, ...]], output: torch.Tensor, dtype: torch.dtype):
-        self.dtype = dtype
+    def __init__(
+        self, layers: list[tuple[torch.Tensor, ...]], output: torch.Tensor, dtype: torch.dtype, norms: list[torch.Tensor]
+    ):
+        self.dtype, self.norms = dtype, norms
         with torch.no_grad():
 
             def t(weight: torch.Tensor) -> torch.Tensor:
