@@ -97,6 +97,41 @@ def target_logprobs(model, ids: torch.Tensor, temperature: float, dtype: str, at
     return logp.gather(-1, targets[..., None])[..., 0], logp
 
 
+# The optimizer's options that choose its implementation, not its arithmetic.
+KERNEL_OPTIONS = ("fused", "foreach")
+
+
+def adamw(groups: list[dict], **options) -> torch.optim.AdamW:
+    """AdamW with its fused kernel where this torch has one for the parameters' device (CPUs since
+    torch 2.4, CUDA since 2.0): one pass over each parameter's weights, gradient and moments instead of
+    a pass per operation. On a 16-core Xeon with AMX (torch 2.11) the foreach form's per-tensor
+    operations took ~20 ms of `small`'s 237 ms training step. Elsewhere (Debian's torch 1.13), the
+    foreach form."""
+    try:
+        return torch.optim.AdamW(groups, fused=True, **options)
+    except (TypeError, RuntimeError, ValueError):  # no `fused` argument, or none for this device
+        return torch.optim.AdamW(groups, foreach=True, **options)
+
+
+def clip_gradients(grads: list[torch.Tensor], max_norm: float) -> float:
+    """Scales `grads` in place so that their global L2 norm is at most `max_norm`, as
+    `torch.nn.utils.clip_grad_norm_` does, and returns the norm before scaling.
+
+    Each tensor's sum of squares is a BLAS dot product, where torch's own clipping takes a
+    `linalg.vector_norm` per tensor, which is not spread over a CPU's threads: `small`'s gradients on a
+    16-core Xeon, 1.2 ms against 10.5 ms (a single core: 11 against 13 ms). The scaling is skipped when
+    it would multiply by 1 (torch multiplies anyway, to avoid a device sync this needs for the result)."""
+    squares = [
+        torch.dot(g.reshape(-1), g.reshape(-1)) if g.dtype == torch.float32 else g.float().pow(2).sum() for g in grads
+    ]
+    norm = torch.stack(squares).sum().sqrt()
+    scale = max_norm / (norm + 1e-6)
+    if float(scale) < 1:
+        for g in grads:
+            g.mul_(scale.to(g.dtype))
+    return float(norm)
+
+
 class Trainer:
     def __init__(self, model, dtype: str, config: OptimizerConfig | None = None):
         self.model, self.dtype = model, dtype
@@ -107,13 +142,12 @@ class Trainer:
         self.shape = getattr(model, "config", None)
         decay = [p for p in model.parameters() if p.dim() >= 2]
         rest = [p for p in model.parameters() if p.dim() < 2]
-        self.optimizer = torch.optim.AdamW(
+        self.optimizer = adamw(
             [{"params": decay}, {"params": rest, "weight_decay": 0.0}],
             lr=self.config.lr,
             betas=(self.config.beta1, self.config.beta2),
             eps=self.config.eps,
             weight_decay=self.config.weight_decay,
-            foreach=True,
         )
         self.step = 0
         self.reference = None
@@ -132,6 +166,16 @@ class Trainer:
             group["eps"] = self.config.eps
             group["weight_decay"] = self.config.weight_decay if i == 0 else 0.0
         return self.config
+
+    def load_optimizer_state(self, state: dict) -> None:
+        """The moments and step counts of a saved optimizer. The saved groups' choice of kernel (fused
+        or foreach) is not restored: it is this torch's (`adamw`), and a checkpoint may come from another."""
+        kernels = [{k: g[k] for k in KERNEL_OPTIONS if k in g} for g in self.optimizer.param_groups]
+        self.optimizer.load_state_dict(state)
+        for group, chosen in zip(self.optimizer.param_groups, kernels):
+            for k in KERNEL_OPTIONS:
+                group.pop(k, None)
+            group.update(chosen)
 
     def set_reference(self) -> None:
         """Freezes a copy of the current weights as the KL reference."""
@@ -269,9 +313,8 @@ class Trainer:
         finally:
             self.model.recompute_blocks = False
             self.model.eval()
-        params = [p for p in self.model.parameters() if p.grad is not None]
-        clip = self.config.grad_clip if self.config.grad_clip > 0 else float("inf")
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, clip))
+        grads = [p.grad for p in self.model.parameters() if p.grad is not None]
+        grad_norm = clip_gradients(grads, self.config.grad_clip if self.config.grad_clip > 0 else math.inf)
         if not math.isfinite(grad_norm):
             self.optimizer.zero_grad(set_to_none=True)
             raise FloatingPointError(f"gradient norm is {grad_norm}; the update was skipped, weights unchanged")

@@ -1,8 +1,10 @@
+import copy
+import math
 import unittest
 
 import torch
 
-from coa_engine.train import PolicyParams, Sequence, Trainer, micro_batches, target_logprobs
+from coa_engine.train import PolicyParams, Sequence, Trainer, clip_gradients, micro_batches, target_logprobs
 
 from .helpers import micro_model
 
@@ -64,6 +66,48 @@ class TrainTest(unittest.TestCase):
             results.append(trainer.sft(batch, micro_batch_tokens=budget))
         self.assertAlmostEqual(results[0]["loss"], results[1]["loss"], places=5)
         self.assertAlmostEqual(results[0]["grad_norm"], results[1]["grad_norm"], places=4)
+
+    def test_a_saved_optimizer_state_keeps_this_torchs_kernel(self):
+        """A checkpoint written under another torch may name another AdamW kernel (fused, where this one
+        may have none for a CPU): its moments load, the kernel stays the one `adamw` chose here, and the
+        next step continues from the loaded moments exactly as the saving trainer would."""
+        batch = [seq([1, 40, 41, 42], [0, 1, 1, 1])]
+        saving, loading = Trainer(micro_model(), "fp32"), Trainer(micro_model(), "fp32")
+        saving.sft(batch)
+        chosen = [(g.get("fused"), g.get("foreach")) for g in loading.optimizer.param_groups]
+        state = saving.optimizer.state_dict()
+        for group in state["param_groups"]:
+            group["fused"], group["foreach"] = not group.get("fused"), None  # the other kernel
+        loading.model.load_state_dict(saving.model.state_dict())
+        loading.load_optimizer_state(copy.deepcopy(state))  # as from a file: no tensor shared with `saving`
+        self.assertEqual([(g.get("fused"), g.get("foreach")) for g in loading.optimizer.param_groups], chosen)
+        saving.sft(batch)
+        loading.sft(batch)
+        for a, b in zip(saving.model.parameters(), loading.model.parameters()):
+            torch.testing.assert_close(a, b, atol=0, rtol=0)
+
+    def test_gradients_are_clipped_as_torch_clips_them(self):
+        """The norm torch's `clip_grad_norm_` reports, up to the order of an fp32 sum; above `max_norm`
+        the same scaled gradients, below it the gradients untouched (bf16 ones too)."""
+        torch.manual_seed(0)
+        shapes = [(384, 128), (128,), (1, 4096), (3, 5, 7)]
+        for max_norm in (1.0, 1e4):
+            grads = [torch.randn(s) * 3 for s in shapes] + [torch.randn(64).bfloat16()]
+            theirs = [g.clone() for g in grads]
+            params = [torch.nn.Parameter(torch.zeros_like(g)) for g in theirs]
+            for p, g in zip(params, theirs):
+                p.grad = g
+            expected = float(torch.nn.utils.clip_grad_norm_(params, max_norm))
+            before = [g.clone() for g in grads]
+            norm = clip_gradients(grads, max_norm)
+            self.assertAlmostEqual(norm, expected, delta=1e-5 * expected)
+            if norm > max_norm:
+                for mine, reference in zip(grads, theirs):
+                    torch.testing.assert_close(mine, reference)
+                self.assertAlmostEqual(clip_gradients([g.clone() for g in grads], math.inf), max_norm, places=3)
+            else:
+                for mine, old in zip(grads, before):
+                    torch.testing.assert_close(mine, old, atol=0, rtol=0)
 
     def test_micro_batches_respect_the_budget(self):
         groups = micro_batches([5, 9, 3, 12, 2], 20)
