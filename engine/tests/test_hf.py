@@ -138,6 +138,32 @@ class HFBackendTest(unittest.TestCase):
                         logits = worker.model(torch.tensor([ids], device=worker.device))[0]
                         self.assertEqual(logits[len(r.prompt) - 1 : -1].argmax(-1).tolist(), r.ids)
 
+    def test_a_policy_step_follows_the_advantages(self):
+        """GRPO's step on the real model, with the old logprobs its own sampler gave: the rewarded
+        completion gains on the penalised one (what a small step on their summed objective guarantees),
+        and the first step's ratio is 1 (sampler and trainer agree), so nothing is clipped."""
+        worker = self.worker()
+        prompt = worker.tokenizer.encode("the search tool")
+        params = SamplingParams(max_tokens=10, temperature=1.0, seed=5, ignore_eos=True)
+        rows = worker.sampler.generate([prompt], params, n=2)
+        batch = []
+        for r, advantage in zip(rows, (1.0, -1.0)):
+            n = len(r.prompt)
+            s = Sequence(r.prompt + r.ids, [0] * n + [1] * len(r.ids), old_logprobs=[0.0] * n + r.logprobs)
+            s.advantages = [advantage] * len(s.ids)
+            batch.append(s)
+
+        def completion_logprob(s: Sequence) -> float:
+            return sum(worker.trainer.score([s.ids], 1.0)[0][len(prompt) - 1 :])
+
+        before = [completion_logprob(s) for s in batch]
+        stats = worker.trainer.policy(batch, PolicyParams(), lr=1e-3)
+        self.assertEqual(stats["tokens"], 20)
+        self.assertEqual(stats["clip_frac"], 0.0)
+        self.assertLess(stats["approx_kl"], 1e-5)
+        after = [completion_logprob(s) for s in batch]
+        self.assertGreater(after[0] - after[1], before[0] - before[1])
+
     def test_serves_trains_and_restores_a_checkpoint(self):
         worker = self.worker()
         with serve(worker) as call:
