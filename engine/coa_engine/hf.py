@@ -256,7 +256,7 @@ class HFWorker:
         if manifest.get("backend") != "hf" or manifest.get("hf_model") != self.path:
             raise ValueError(f"{folder}: not a checkpoint of {self.path}")
         self.model.load_state_dict(tensors["model"])
-        self.trainer.optimizer.load_state_dict(tensors["optimizer"])
+        self.trainer.load_optimizer_state(tensors["optimizer"])
         self.trainer.step = int(manifest.get("step", 0))
         self.checkpoint_dir = str(Path(folder).resolve())
         params = self.model.num_params()

@@ -515,11 +515,11 @@ class Transformer(nn.Module):
         return logits if single else logits.view(b, t, -1)
 
     def decode_weights(self) -> DecodeWeights:
-        """The decode layout of the current weights, for the autocast dtype in effect. Rebuilt when a
-        parameter changes (an optimizer step or a load bumps its version) or the dtype does."""
+        """The decode layout of the current weights, for the autocast dtype in effect. Rebuilt when the
+        weights change (`weights_version`) or the dtype does."""
         device = self.embed.weight.device
         dtype = matmul_dtype(device)
-        key = (dtype, device, tuple((p._version, p.data_ptr()) for p in self.parameters()))
+        key = (dtype, device, weights_version(self))
         cached = getattr(self, "_decode_weights", None)
         if cached is None or cached.key != key:
             cached = DecodeWeights(self, dtype, key)
@@ -529,6 +529,14 @@ class Transformer(nn.Module):
 
     def logits(self, x: torch.Tensor) -> torch.Tensor:
         return F.linear(self.norm(x), self.embed.weight)
+
+
+def weights_version(model: nn.Module) -> tuple:
+    """Changes whenever the model's weights do: an in-place update bumps a parameter's version counter,
+    a load into new storage changes its address, and an optimizer step that writes the parameters
+    without bumping their counters (AdamW's fused kernel, seen with torch 2.11) counts in
+    `model.updates`, which the trainer advances at every step."""
+    return (getattr(model, "updates", 0), tuple((p._version, p.data_ptr()) for p in model.parameters()))
 
 
 def project(x: torch.Tensor, weight: torch.Tensor, dtype: torch.dtype, vector: bool) -> torch.Tensor:

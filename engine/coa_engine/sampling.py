@@ -49,7 +49,7 @@ import torch
 from torch.nn import functional as F
 
 from .drafting import NgramDrafter, RowContext
-from .model import KVCache, Transformer
+from .model import KVCache, Transformer, weights_version
 from .precision import autocast
 from .tokenizer import PAD_ID
 
@@ -292,8 +292,8 @@ class CachedDecoder:
     speculative = True
 
     def weights_key(self) -> tuple:
-        """Changes whenever the weights do: an optimizer step or a load bumps a parameter's version."""
-        return (id(self.model), self.dtype, tuple((p._version, p.data_ptr()) for p in self.model.parameters()))
+        """Changes whenever the weights do (`weights_version`)."""
+        return (id(self.model), self.dtype, weights_version(self.model))
 
     def extend(
         self, prompt: list[int], keys: list[torch.Tensor], values: list[torch.Tensor], start: int, capacity: int

@@ -223,7 +223,7 @@ class Worker:
         trainer = Trainer(model, self.dtype, OptimizerConfig(**manifest.get("optimizer", {})))
         # A released base ships weights only: training from it starts with fresh optimizer moments.
         if "optimizer" in tensors:
-            trainer.optimizer.load_state_dict(tensors["optimizer"])
+            trainer.load_optimizer_state(tensors["optimizer"])
         trainer.step = int(manifest.get("step", 0))
         if "reference" in tensors:
             trainer.reference = Transformer(model.config).eval().requires_grad_(False)

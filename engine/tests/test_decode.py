@@ -324,6 +324,33 @@ class PrefixCacheTest(unittest.TestCase):
         stats = self.cached.prefix_cache.stats()
         self.assertEqual((stats["hits"], stats["misses"], stats["entries"]), (2, 1, 1))
 
+    def test_an_update_that_leaves_the_version_counters_still_empties_the_cache(self):
+        """AdamW's fused kernel (seen with torch 2.11) writes the parameters without bumping their version
+        counters; the trainer's count of updates still tells the prefix cache and the decode weights.
+        Simulated with a step through `.data`, whose writes the parameters' counters do not see."""
+        params = SamplingParams(max_tokens=8, temperature=0.0, ignore_eos=True)
+        prompt = [1] + list(range(40, 60))
+        row = self.cached.generate([prompt], params)[0]
+        decode_weights = self.model.decode_weights()
+        trainer = Trainer(self.model, "fp32")
+
+        def step_past_the_counters():
+            for p in self.model.parameters():
+                if p.grad is not None:
+                    p.data.add_(p.grad.sign(), alpha=-1e-2)  # the size of Adam's first step
+
+        versions = [p._version for p in self.model.parameters()]
+        with mock.patch.object(trainer.optimizer, "step", step_past_the_counters):
+            trainer.sft([Sequence(prompt + row.ids, [0] + [1] * (len(prompt) + 7))])
+        self.assertEqual([p._version for p in self.model.parameters()], versions)
+        self.model.eval()
+        second = prompt + row.ids + [130]
+        warm = self.cached.generate([second], params)[0]
+        stats = self.cached.prefix_cache.stats()
+        self.assertEqual((stats["hits"], stats["invalidations"]), (0, 1))
+        self.assertIsNot(self.model.decode_weights(), decode_weights)
+        self.assertEqual(warm.ids, full_forward_greedy(self.model, second, 8)[0])
+
     def test_short_or_unrelated_prompts_miss(self):
         params = SamplingParams(max_tokens=8, temperature=0.0, ignore_eos=True)
         self.cached.generate([[1] + list(range(40, 60))], params)

@@ -1,3 +1,4 @@
+import copy
 import math
 import unittest
 
@@ -65,6 +66,25 @@ class TrainTest(unittest.TestCase):
             results.append(trainer.sft(batch, micro_batch_tokens=budget))
         self.assertAlmostEqual(results[0]["loss"], results[1]["loss"], places=5)
         self.assertAlmostEqual(results[0]["grad_norm"], results[1]["grad_norm"], places=4)
+
+    def test_a_saved_optimizer_state_keeps_this_torchs_kernel(self):
+        """A checkpoint written under another torch may name another AdamW kernel (fused, where this one
+        may have none for a CPU): its moments load, the kernel stays the one `adamw` chose here, and the
+        next step continues from the loaded moments exactly as the saving trainer would."""
+        batch = [seq([1, 40, 41, 42], [0, 1, 1, 1])]
+        saving, loading = Trainer(micro_model(), "fp32"), Trainer(micro_model(), "fp32")
+        saving.sft(batch)
+        chosen = [(g.get("fused"), g.get("foreach")) for g in loading.optimizer.param_groups]
+        state = saving.optimizer.state_dict()
+        for group in state["param_groups"]:
+            group["fused"], group["foreach"] = not group.get("fused"), None  # the other kernel
+        loading.model.load_state_dict(saving.model.state_dict())
+        loading.load_optimizer_state(copy.deepcopy(state))  # as from a file: no tensor shared with `saving`
+        self.assertEqual([(g.get("fused"), g.get("foreach")) for g in loading.optimizer.param_groups], chosen)
+        saving.sft(batch)
+        loading.sft(batch)
+        for a, b in zip(saving.model.parameters(), loading.model.parameters()):
+            torch.testing.assert_close(a, b, atol=0, rtol=0)
 
     def test_gradients_are_clipped_as_torch_clips_them(self):
         """The norm torch's `clip_grad_norm_` reports, up to the order of an fp32 sum; above `max_norm`
