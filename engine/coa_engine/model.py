@@ -608,10 +608,10 @@ def decode_tokens(
         # In the scores' dtype: torch's bf16 softmax computes in fp32 and rounds once, the bits of an
         # fp32 softmax cast back, without the two casts (as `Attention._attend` does).
         if dtype == torch.float32 and ids.device.type == "cpu":
-            scores = dot_products(qh, k) * scale + bias.to(dtype)
+            scores = dot_products(qh, k) * scale + bias
             y = dot_products(torch.softmax(scores, dim=-1), vt)  # [B * H, T, D]
         else:
-            scores = torch.baddbmm(bias.to(dtype), qh, k.transpose(1, 2), alpha=scale)
+            scores = torch.baddbmm(bias, qh, k.transpose(1, 2), alpha=scale)
             y = torch.softmax(scores, dim=-1) @ vt.transpose(1, 2)  # [B * H, T, D]
         x = x + project(y.view(b, heads, t, hd).transpose(1, 2).reshape(b * t, heads * hd), lw[1], dtype, vector)
         gate, up = project(rms_norm(x, norms[2 * i + 1], eps), lw[2], dtype, vector).chunk(2, dim=-1)

@@ -139,6 +139,18 @@ class GreedyMatchesFullForwardTest(unittest.TestCase):
             self.assertTrue(((out[0].double() - exact).abs() <= bound).all())
 
 
+class DotProductsTest(unittest.TestCase):
+    def test_chunked_dot_products_equal_a_batched_matmul(self):
+        """fp32 decode attention on a CPU (`dot_products`): every pair's dot product, as `bmm` gives it
+        up to the order of an fp32 sum, across chunk boundaries (300 entries in chunks of 51) and whole."""
+        torch.manual_seed(0)
+        for n, t, m in ((300, 2, 40), (8, 1, 150)):
+            x, y = torch.randn(n, t, 64), torch.randn(n, m, 64)
+            torch.testing.assert_close(
+                model_module.dot_products(x, y), torch.bmm(x, y.transpose(1, 2)), rtol=1e-5, atol=1e-5
+            )
+
+
 class CompiledDecodeTest(unittest.TestCase):
     def _steps(self, dtype, rows, lens):
         """Logits of 12 decode steps (one of three new ids per row every fourth step) and the cache."""
