@@ -606,8 +606,10 @@ def decode_tokens(
         vt = cached_values[..., :width].to(dtype).reshape(b * heads, hd, width)
         qh = q.reshape(b * heads, t, hd).to(dtype)
         # In the scores' dtype: torch's bf16 softmax computes in fp32 and rounds once, the bits of an
-        # fp32 softmax cast back, without the two casts (as `Attention._attend` does).
-        if dtype == torch.float32 and ids.device.type == "cpu":
+        # fp32 softmax cast back, without the two casts (as `Attention._attend` does). `dot_products`
+        # only for one new id per row: with a draft's several ids (a speculative step) each query
+        # makes its own products, and the batched matmul wins (docs/engine.md).
+        if dtype == torch.float32 and ids.device.type == "cpu" and t == 1:
             scores = dot_products(qh, k) * scale + bias
             y = dot_products(torch.softmax(scores, dim=-1), vt)  # [B * H, T, D]
         else:
@@ -623,10 +625,12 @@ def dot_products(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """[N, T, K] and [N, M, K] -> [N, T, M]: each x row's dot product with each y row, per batch entry,
     as products and a sum over contiguous memory, a chunk of batch entries at a time.
 
-    A decode step's attention on a CPU in fp32: torch 1.13 runs a batched matmul of one query (or a
-    few) per row and head as one small GEMM per row and head (OpenBLAS), which on an AVX2 AMD EPYC
-    moved keys and values at ~3.5 GB/s, 80% of a 32-row `tiny` step. Here, 128 rows x heads at 150
-    positions, one thread: 0.57 / 0.53 ms for the scores / values against 0.97 / 2.08 (docs/engine.md).
+    A decode step's attention on a CPU in fp32, one query per row and head: torch 1.13 runs a batched
+    matmul of one query per row and head as one small GEMM per row and head (OpenBLAS), which on an
+    AVX2 AMD EPYC moved keys and values at ~3.5 GB/s, 80% of a 32-row `tiny` step. Here, 128 rows x
+    heads at 150 positions, one thread: 0.57 / 0.53 ms for the scores / values against 0.97 / 2.08.
+    With several queries per row (a speculative step's drafts) the products multiply by the queries
+    and the GEMMs win: at 1,000 positions, 5 queries, 1.9x slower than `bmm` (docs/engine.md).
     """
     n, t, m, k = x.shape[0], x.shape[1], y.shape[1], x.shape[2]
     chunk = max(1, (1 << 18) // (t * m * k))  # products a chunk holds: 1 MiB of fp32, about a core's L2
