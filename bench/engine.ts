@@ -180,7 +180,10 @@ export async function run(): Promise<void> {
         console.log(
           `engine: torch ${info.torch}, ${info.device}, ${info.dtype}${dtype ? " (pinned by COA_BENCH_ENGINE_DTYPE)" : ""} ` +
             `(start-up test: ${startup.join(", ") || "skipped"}), ${info.threads} threads, ` +
-            `malloc ${info.malloc?.tuned ? "tuned" : "glibc defaults"}`,
+            `malloc ${info.malloc?.tuned ? "tuned" : "glibc defaults"}` +
+            (info.blas?.openblas_pool
+              ? `, OpenBLAS pool beside OpenMP (spin ${info.blas.openmp_spin ?? "default"})`
+              : ""),
         );
       }
       // Measured around each training run, keeping the best, so a busy moment cannot deflate the

@@ -13,9 +13,14 @@ import os
 import sys
 import threading
 
-import torch
+from .blas import limit_openmp_spin
 
-from .allocator import tune_malloc
+# Before torch loads libgomp, which reads its spin count once (blas.py).
+limit_openmp_spin()
+
+import torch  # noqa: E402
+
+from .allocator import tune_malloc  # noqa: E402
 from .drafting import DEFAULT_DRAFT_TOKENS
 from .model import PRESETS
 from .server import EngineServer, log
@@ -38,11 +43,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         choices=["auto", "cpu", "cuda"],
         help="auto: a CUDA GPU when torch sees one (default: $COA_DEVICE, else auto)",
     )
-    p.add_argument("--threads", type=int, help="torch intra-op threads (default: the CPUs this process may use)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        help="torch's intra-op threads, and OpenBLAS's where it runs its own pool (default: the CPUs this process may use)",
+    )
     p.add_argument(
         "--generation-threads",
         type=int,
-        help="torch threads while generating (default: --threads minus one, at least one: the client that "
+        help="the same while generating (default: --threads minus one, at least one: the client that "
         "drives generation, an agent runtime and its tools, runs beside it)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed for a fresh model's weights")

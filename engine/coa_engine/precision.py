@@ -7,13 +7,14 @@ supports it.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import threading
 import time
 from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
+
+from .blas import blas_threads, set_blas_threads
 
 # Rows of the timed projections: a slice of a training micro-batch (8,192 tokens), large enough that
 # each product runs the kernels training runs, small enough that a measurement takes milliseconds.
@@ -61,22 +62,15 @@ def one_thread():
     thread waits for it. With a busy-loop on the other core, six start-ups on two threads measured bf16
     at 4.5-292 and fp32 at 8-98 GFLOP/s (one chose fp32 at 8.4 against 4.5); on one thread bf16 held
     356-363 in five of six."""
-    threads = torch.get_num_threads()
-    try:
-        blas = ctypes.CDLL("libblas.so.3")
-        get_blas, set_blas = blas.openblas_get_num_threads, blas.openblas_set_num_threads
-    except (OSError, AttributeError):  # another BLAS, or another platform: nothing to pin
-        get_blas = set_blas = None
-    blas_threads = get_blas() if get_blas else None
+    threads, pool = torch.get_num_threads(), blas_threads()
     torch.set_num_threads(1)
-    if set_blas:
-        set_blas(1)
+    set_blas_threads(1)
     try:
         yield
     finally:
         torch.set_num_threads(threads)
-        if set_blas:
-            set_blas(blas_threads)
+        if pool is not None:
+            set_blas_threads(pool)
 
 
 # Rounds of timing, alternating the two dtypes: at least MIN_ROUNDS, and more (up to MAX_ROUNDS) while

@@ -48,6 +48,7 @@ from typing import TypeVar
 import torch
 from torch.nn import functional as F
 
+from .blas import set_blas_threads
 from .drafting import NgramDrafter, RowContext
 from .model import KVCache, Transformer, weights_version
 from .precision import autocast
@@ -153,9 +154,11 @@ def pin_threads(threads: int) -> None:
     """Sets this thread's torch thread count where it differs: setting it costs ~9 ms even to the same
     count (torch rebuilds its thread pools), and the model thread sets it at every turn between
     generation and exclusive work. torch keeps the count per thread, but a thread's first parallel op
-    resets it to the count last set by any thread, so `get_num_threads` triggers that reset first."""
+    resets it to the count last set by any thread, so `get_num_threads` triggers that reset first.
+    OpenBLAS's own pool, which torch's count does not reach, gets the same count (`blas`)."""
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
+    set_blas_threads(threads)
 
 
 def find_stop(text: bytearray, added: int, stops: list[bytes]) -> tuple[int, int, int] | None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from . import allocator, checkpoint
+from . import allocator, blas, checkpoint
 from .drafting import DEFAULT_DRAFT_TOKENS
 from .model import ModelConfig, Transformer, preset_config
 from .precision import choose_device, choose_dtype
@@ -156,6 +156,7 @@ class Worker:
             "generation_threads": self.generation_threads or torch.get_num_threads(),
             "torch": torch.__version__,
             "malloc": allocator.state(),
+            "blas": blas.state(),
             "pid": os.getpid(),
             "checkpoint": self.checkpoint_dir,
             "step": t.step,

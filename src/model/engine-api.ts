@@ -117,6 +117,8 @@ export const EngineInfo = z.object({
   torch: z.string(),
   /** glibc malloc settings applied at start (engine/coa_engine/allocator.py); absent before them. */
   malloc: z.object({ tuned: z.boolean() }).passthrough().optional(),
+  /** OpenBLAS's own thread pool beside torch's, and libgomp's spin count (engine/coa_engine/blas.py). */
+  blas: z.object({ openblas_pool: z.boolean(), openmp_spin: z.string().nullable() }).optional(),
   checkpoint: z.string().nullable(),
   step: z.number().int(),
   optimizer: OptimizerConfig,

@@ -22,10 +22,10 @@ export function register(program: Command): void {
     .option("--port <n>", "port on 127.0.0.1 (0 picks a free one)", "0")
     .option("--dtype <dtype>", "auto|fp32|bf16 (auto times both at start)", "auto")
     .option("--device <device>", "auto|cpu|cuda (auto: a CUDA GPU when torch sees one; or $COA_DEVICE)")
-    .option("--threads <n>", "torch threads (default: all CPUs)")
+    .option("--threads <n>", "torch threads, and OpenBLAS's own where it has a pool (default: all CPUs)")
     .option(
       "--generation-threads <n>",
-      "torch threads while generating (default: --threads minus one, at least 1)",
+      "the same while generating (default: --threads minus one, at least 1)",
     )
     .option(
       "--draft-tokens <n>",
