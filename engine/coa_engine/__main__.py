@@ -21,9 +21,9 @@ limit_openmp_spin()
 import torch  # noqa: E402
 
 from .allocator import tune_malloc  # noqa: E402
-from .drafting import DEFAULT_DRAFT_TOKENS
-from .model import PRESETS
-from .server import EngineServer, log
+from .drafting import DEFAULT_DRAFT_TOKENS  # noqa: E402
+from .model import PRESETS  # noqa: E402
+from .server import EngineServer, log  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
