@@ -553,10 +553,11 @@ def weights_version(model: nn.Module) -> tuple:
 
 def project(x: torch.Tensor, weight: torch.Tensor, dtype: torch.dtype, vector: bool) -> torch.Tensor:
     """Rows x [N, in] times a decode weight, in the arithmetic of a matmul in `dtype`: an [in, out]
-    matrix in `dtype` (`DecodeWeights`), or with `vector`, for one row, an [out, in] fp32 matrix of
-    `dtype`-rounded values (`RowWeights`), the input and output rounded to `dtype` around `torch.mv`."""
+    matrix in `dtype` (`DecodeWeights`), or with `vector`, for one row, an [in, out] fp32 matrix of
+    `dtype`-rounded values (`RowWeights`), the input and output rounded to `dtype` around `torch.mv`
+    (of the transposed view: OpenBLAS's non-transposed matrix-vector kernel, `RowWeights`)."""
     if vector:
-        return torch.mv(weight, x[0].to(dtype).float()).to(dtype)[None]
+        return torch.mv(weight.t(), x[0].to(dtype).float()).to(dtype)[None]
     return x.to(dtype) @ weight
 
 
@@ -705,10 +706,7 @@ class DecodeWeights:
     def __init__(self, model: Transformer, dtype: torch.dtype, key):
         self.key, self.dtype = key, dtype
         # The [out, in] parameters, each block's in decode's order, then the output projection.
-        self._params = [
-            (b.attn.qkv.weight, b.attn.out.weight, b.ffn.gate_up.weight, b.ffn.down.weight) for b in model.blocks
-        ]
-        self._output_param = model.embed.weight
+        params = [(b.attn.qkv.weight, b.attn.out.weight, b.ffn.gate_up.weight, b.ffn.down.weight) for b in model.blocks]
         # The norms' weights as they are (parameters, not copies), each block's two then the last: in
         # both layouts, gathered once per change of the weights rather than at every step.
         self.norms = [n.weight for b in model.blocks for n in (b.attn_norm, b.ffn_norm)] + [model.norm.weight]
@@ -718,8 +716,8 @@ class DecodeWeights:
             def t(weight: torch.Tensor) -> torch.Tensor:
                 return weight.detach().t().to(dtype).contiguous()
 
-            self.layers = [tuple(t(w) for w in ws) for ws in self._params]
-            self.output = t(self._output_param)
+            self.layers = [tuple(t(w) for w in ws) for ws in params]
+            self.output = t(model.embed.weight)
 
     vector = False  # `project`'s matmul
 
@@ -728,21 +726,23 @@ class DecodeWeights:
         if rows != 1 or self.output.device.type != "cpu":
             return self
         if self._rows is None:  # built at the first single-row step: its memory only where it is used
-            self._rows = RowWeights(self._params, self._output_param, self.dtype, self.norms)
+            self._rows = RowWeights(self.layers, self.output, self.dtype, self.norms)
         return self._rows
 
 
 class RowWeights:
-    """A single row's projections as matrix-vector products (`torch.mv`) on [out, in] fp32 matrices.
+    """A single row's projections as matrix-vector products (`torch.mv`) on [in, out] fp32 matrices.
 
     For one row, OpenBLAS's matrix-vector kernel is 3-5x faster than its matrix product (fp32, one
     thread: tiny's 256 -> 1536 in 16 us against 76 us) and than oneDNN's bf16 product (36 us), and
-    torch has no fast bf16 matrix-vector product on a CPU. The fp32 matrices are the parameters
-    themselves (no copy); under bf16 they are fp32 copies of the bf16-rounded weights (4 bytes per
-    parameter), and each product rounds its input to bf16 and its output back to bf16: the arithmetic
-    of a bf16 matmul (exact products, fp32 sums, bf16 result), up to the order of the sums (measured:
-    8 of 97,280 outputs one bf16 step apart). A `tiny` decode step at batch 1, one thread, in one
-    process: fp32 2.1 -> 1.1 ms, bf16 1.9 -> 1.6 ms (docs/engine.md).
+    torch has no fast bf16 matrix-vector product on a CPU. The matrices are `DecodeWeights`' own
+    [in, out] ones: in fp32 the same tensors (no copy); under bf16 fp32 copies of those bf16 values (4
+    bytes per parameter), and each product rounds its input to bf16 and its output back to bf16: the
+    arithmetic of a bf16 matmul (exact products, fp32 sums, bf16 result), up to the order of the sums
+    (measured: 8 of 97,280 outputs one bf16 step apart). A `tiny` decode step at batch 1, one thread,
+    in one process: fp32 2.1 -> 1.1 ms, bf16 1.9 -> 1.6 ms (docs/engine.md). `project` multiplies by
+    their transposed view, OpenBLAS's non-transposed kernel: on a 2-core AVX2 EPYC a `tiny` step 5.3
+    -> 4.4 ms and `small` 16.2 -> 13.1 ms against [out, in] matrices (docs/engine.md).
     """
 
     vector = True  # `project`'s matrix-vector product
@@ -750,11 +750,7 @@ class RowWeights:
     def __init__(
         self, layers: list[tuple[torch.Tensor, ...]], output: torch.Tensor, dtype: torch.dtype, norms: list[torch.Tensor]
     ):
+        """`layers` and `output`: `DecodeWeights`' [in, out] matrices in `dtype`."""
         self.dtype, self.norms = dtype, norms
-        with torch.no_grad():
-
-            def t(weight: torch.Tensor) -> torch.Tensor:
-                return weight.detach().to(dtype).float()  # the parameter itself when dtype is fp32
-
-            self.layers = [tuple(t(w) for w in ws) for ws in layers]
-            self.output = t(output)
+        self.layers = [tuple(w.float() for w in ws) for ws in layers]  # the same tensors when in fp32
+        self.output = output.float()

@@ -114,8 +114,8 @@ class GreedyMatchesFullForwardTest(unittest.TestCase):
 
 
     def test_one_row_projects_with_matrix_vector_products(self):
-        """A step of one row projects with `RowWeights` (`torch.mv`): the parameters themselves in fp32;
-        under bf16, fp32 copies of the bf16-rounded weights, each product rounding its input and output
+        """A step of one row projects with `RowWeights` (`torch.mv`): the batched path's [in, out]
+        matrices themselves in fp32; under bf16, fp32 copies of those bf16 values, each product rounding its input and output
         to bf16 as a bf16 matmul does (the other tests hold its steps against the full forward pass)."""
         model = micro_model(seed=9)
         qkv = model.blocks[0].attn.qkv.weight
@@ -124,10 +124,11 @@ class GreedyMatchesFullForwardTest(unittest.TestCase):
             self.assertIs(batched.for_rows(2), batched)
             fp32 = batched.for_rows(1)
             self.assertIsInstance(fp32, RowWeights)
-            self.assertEqual(fp32.layers[0][0].data_ptr(), qkv.data_ptr())  # no copy
+            self.assertIs(fp32.layers[0][0], batched.layers[0][0])  # no copy
+            self.assertTrue(torch.equal(fp32.layers[0][0], qkv.t()))
             with autocast("bf16"):
                 bf16 = model.decode_weights().for_rows(1)
-            self.assertTrue(torch.equal(bf16.layers[0][0], qkv.bfloat16().float()))
+            self.assertTrue(torch.equal(bf16.layers[0][0], qkv.bfloat16().float().t()))
             x = torch.randn(1, qkv.shape[1])
             out = project(x, bf16.layers[0][0], bf16.dtype, bf16.vector)
             self.assertEqual(out.dtype, torch.bfloat16)
