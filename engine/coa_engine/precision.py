@@ -35,8 +35,10 @@ def linear_flops(dtype: torch.dtype, shapes: list[tuple[int, int]], rows: int = 
 
     for _ in range(2):
         run()
+    # At least one timed run: where one run outlasts `seconds` (bf16 without fast kernels: ~0.3 s for
+    # `micro`'s projections, ~0.8 s for `tiny`'s on an AVX2 EPYC), it alone is long enough to time.
     reps, start = 0, time.perf_counter()
-    while (elapsed := time.perf_counter() - start) < seconds or reps < 2:
+    while (elapsed := time.perf_counter() - start) < seconds or reps < 1:
         run()
         reps += 1
     return 2 * rows * sum(i * o for i, o in shapes) * reps / elapsed
@@ -77,6 +79,12 @@ def one_thread():
 # either dtype's two best rounds differ by more than STABLE, so that a moment of load (which only ever
 # slows a round down) cannot decide the arithmetic of a whole run.
 MIN_ROUNDS, MAX_ROUNDS, STABLE = 3, 8, 1.25
+# Except that bf16 measured this many times slower than fp32 ends the timing at once: on a CPU without
+# bf16 kernels (an AVX2 EPYC: ~1.3 against 45-65 GFLOP/s) each bf16 round costs seconds for a choice
+# that is already fp32 (the rounds took 4.9 s of every `micro` engine's start there, 12.2 s of
+# `tiny`'s). Ten times is beyond what a moment of load does to a one-thread round (`one_thread`);
+# a round stalled less than that is outvoted by more rounds as before.
+FAR_SLOWER = 10.0
 
 
 def choose_dtype(
@@ -99,6 +107,8 @@ def choose_dtype(
                     rounds[name].append(measure(dtype, shapes) / 1e9)
                 best_two = {k: sorted(v)[-2:] for k, v in rounds.items()}
                 if n + 1 >= MIN_ROUNDS and all(hi <= STABLE * lo for lo, hi in best_two.values()):
+                    break
+                if max(rounds["bf16"]) * FAR_SLOWER < max(rounds["fp32"]):
                     break
         measured = {k: max(v) for k, v in rounds.items()}
         # bf16 must win clearly: it also costs accuracy.

@@ -8,7 +8,15 @@ from unittest import mock
 import torch
 
 from coa_engine.model import matmul_dtype, preset_config
-from coa_engine.precision import MAX_ROUNDS, MIN_ROUNDS, autocast, choose_dtype, linear_flops, one_thread
+from coa_engine.precision import (
+    FAR_SLOWER,
+    MAX_ROUNDS,
+    MIN_ROUNDS,
+    autocast,
+    choose_dtype,
+    linear_flops,
+    one_thread,
+)
 
 # The autocast state as the model reads it (torch's own per-device queries are deprecated from 2.4).
 CPU = torch.device("cpu")
@@ -52,6 +60,16 @@ class DtypeChoiceTest(unittest.TestCase):
         measure, calls = scripted([10.0 * 1.3**n for n in range(MAX_ROUNDS)], [50.0])
         self.assertEqual(choose_dtype("auto", "cpu", self.shapes, measure)[0], "fp32")
         self.assertEqual(len(calls), 2 * MAX_ROUNDS)
+
+    def test_bf16_far_slower_ends_the_timing_after_one_round(self):
+        # A CPU without bf16 kernels: its bf16 rounds cost seconds each and cannot change the choice.
+        measure, calls = scripted([60.0], [1.3])
+        self.assertEqual(choose_dtype("auto", "cpu", self.shapes, measure), ("fp32", {"fp32": 60.0, "bf16": 1.3}))
+        self.assertEqual(len(calls), 2)
+        # Only slower by less than FAR_SLOWER: the rounds go on as usual.
+        measure, calls = scripted([60.0], [60.0 / FAR_SLOWER * 1.01])
+        self.assertEqual(choose_dtype("auto", "cpu", self.shapes, measure)[0], "fp32")
+        self.assertEqual(len(calls), 2 * MIN_ROUNDS)
 
     def test_bf16_must_win_clearly(self):
         measure, _ = scripted([100.0], [115.0])
