@@ -598,14 +598,16 @@ def decode_tokens(
     at = pos[:, None] + torch.arange(t, device=ids.device)  # [B, T]: each new token's position
     cos, sin = rope_cos[at][:, None, None], rope_sin[at][:, None, None]  # [B, 1, 1, T, D/2]
     rows = torch.arange(b, device=ids.device)[:, None]
-    # Each row's last t positions as the new queries see them (`attend_rows`): causal among themselves.
-    causal = torch.full((t, t), float("-inf"), dtype=dtype, device=ids.device).triu(1)
     if ends is not None or (uniform is not None and width == span and t == 1):
         bias = torch.zeros((), dtype=dtype, device=ids.device)  # every row sees its whole prefix
     else:
         future = torch.arange(width, device=ids.device)[None, None, :] > at[:, :, None]
         bias = torch.zeros(b, t, width, dtype=dtype, device=ids.device).masked_fill(future, float("-inf"))
         bias = bias.repeat_interleave(heads, dim=0)
+    causal = bias
+    if ends is not None:
+        # Each row's last t positions as its new queries see them (`attend_rows`): causal among themselves.
+        causal = torch.full((t, t), float("-inf"), dtype=dtype, device=ids.device).triu(1)
     x = F.embedding(ids.reshape(b * t), embed)
     hd = x.shape[-1] // heads
     scale = 1.0 / math.sqrt(hd)
