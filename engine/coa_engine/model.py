@@ -239,8 +239,8 @@ class KVCache:
     def compact(self, order: torch.Tensor) -> KVCache:
         """Keeps the rows `order` in that order, in place: row j becomes row order[j]. Only rows that
         move are copied, so an `order` that leaves kept rows where they are and fills the gaps from
-        the end (as `Sampler` builds it) copies the fewest; positions past a moved row's length are
-        not copied (they are never attended)."""
+        the end (as `Sampler` builds it) copies the fewest, and in such an order only the positions
+        each moved row holds (the rest is never attended)."""
         moves = [(j, i) for j, i in enumerate(order.tolist()) if i != j]
         if not {j for j, _ in moves} & {i for _, i in moves}:
             # No moved row is read after it is written (the sampler's case): each row copied straight

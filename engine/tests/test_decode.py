@@ -115,8 +115,9 @@ class GreedyMatchesFullForwardTest(unittest.TestCase):
 
     def test_one_row_projects_with_matrix_vector_products(self):
         """A step of one row projects with `RowWeights` (`torch.mv`): the batched path's [in, out]
-        matrices themselves in fp32; under bf16, fp32 copies of those bf16 values, each product rounding its input and output
-        to bf16 as a bf16 matmul does (the other tests hold its steps against the full forward pass)."""
+        matrices themselves in fp32; under bf16, fp32 copies of those bf16 values, each product rounding
+        its input and output to bf16 as a bf16 matmul does (the other tests hold its steps against the
+        full forward pass)."""
         model = micro_model(seed=9)
         qkv = model.blocks[0].attn.qkv.weight
         with torch.no_grad():
