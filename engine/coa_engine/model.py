@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from . import attention
 from .precision import autocast
 
 
@@ -85,11 +86,13 @@ def query_blocks(length: int, size: int | None = None) -> list[tuple[int, int]]:
 # an extend took 9.1-9.6 ms before and 7.6-7.9 ms in these blocks (docs/engine.md).
 EXTEND_BLOCK = 64
 
-# A speculative decode step (several new ids per row) attends row by row over exactly each row's
-# positions once the rows fill at most this share of the batch's span: the batched path reads keys
-# and values, and runs the softmax, at the longest row's width for every row, which in an evaluation
-# was twice what the rows held (docs/engine.md). Row by row costs a few small ops per row and layer,
-# so with rows of nearly one length the batched path stays faster.
+# Without the fused kernel (`attention`), a speculative decode step (several new ids per row) in fp32
+# on a CPU attends row by row in torch ops over exactly each row's positions once the rows fill at
+# most this share of the batch's span: the batched path reads keys and values, and runs the softmax,
+# at the longest row's width for every row, which in an evaluation was twice what the rows held
+# (docs/engine.md). Row by row in torch ops costs a few small ops per row and layer, so with rows of
+# nearly one length the batched path stays faster. With the kernel every fp32 step on a CPU goes row
+# by row.
 ROW_ATTENTION_FILL = 0.85
 
 
@@ -516,10 +519,15 @@ class Transformer(nn.Module):
         # positions not yet written (exactly zero weight after the softmax).
         width = cache.positions if w.dtype != torch.float32 and cache.positions <= 2 * span else span
         ends: Optional[List[int]] = None
-        if t > 1 and b > 1 and w.dtype == torch.float32 and ids.device.type == "cpu":
-            row_ends = (pos + t).tolist()
-            if sum(row_ends) <= ROW_ATTENTION_FILL * b * span:
-                ends = row_ends
+        if w.dtype == torch.float32 and ids.device.type == "cpu":
+            # Row by row (`attention`): with the fused kernel always; in torch ops only for a
+            # speculative step of rows that leave enough of the span unread.
+            if attention.attention_kernel() is not None:
+                ends = (pos + t).tolist()
+            elif t > 1 and b > 1:
+                row_ends = (pos + t).tolist()
+                if sum(row_ends) <= ROW_ATTENTION_FILL * b * span:
+                    ends = row_ends
         # `decode_tokens` casts every matmul's inputs as autocast would. Autocast stays off there: under it
         # TorchScript casts on its own (its one-row bf16 logits then differed from eager mode's).
         with autocast("off", ids.device.type):
@@ -589,8 +597,8 @@ def decode_tokens(
     position is `pos` [B] to logits [B * T, V]: rotation, cache writes (slices at `uniform` when
     every row is at one position, else scattered), attention over the first `width` positions of the
     cache (those past a row's own masked) or, with `ends` (each row's positions after this step),
-    row by row over exactly each row's own (`attend_rows`), and every matmul's inputs cast to `dtype`
-    as autocast casts them.
+    row by row over exactly each row's own (`torch.ops.coa.attend_rows`: the fused kernel, or torch
+    ops), and every matmul's inputs cast to `dtype` as autocast casts them.
 
     Written for TorchScript (`decode_step`): one call replaces the ~200 Python-dispatched ops of a
     `tiny` step in eager mode, with the same kernels in the same order, so the same bits."""
@@ -604,10 +612,6 @@ def decode_tokens(
         future = torch.arange(width, device=ids.device)[None, None, :] > at[:, :, None]
         bias = torch.zeros(b, t, width, dtype=dtype, device=ids.device).masked_fill(future, float("-inf"))
         bias = bias.repeat_interleave(heads, dim=0)
-    causal = bias
-    if ends is not None:
-        # Each row's last t positions as its new queries see them (`attend_rows`): causal among themselves.
-        causal = torch.full((t, t), float("-inf"), dtype=dtype, device=ids.device).triu(1)
     x = F.embedding(ids.reshape(b * t), embed)
     hd = x.shape[-1] // heads
     scale = 1.0 / math.sqrt(hd)
@@ -630,7 +634,7 @@ def decode_tokens(
         # only for one new id per row: with a draft's several ids (a speculative step) each query
         # makes its own products, and the batched matmul wins (docs/engine.md).
         if ends is not None:
-            y = attend_rows(q.to(dtype), cached_keys, cached_values, ends, causal, scale)
+            y = torch.ops.coa.attend_rows(q.to(dtype), cached_keys, cached_values, ends, scale)
         else:
             k = cached_keys[:, :, :width].to(dtype).reshape(b * heads, width, hd)
             vt = cached_values[..., :width].to(dtype).reshape(b * heads, hd, width)
@@ -645,27 +649,6 @@ def decode_tokens(
         gate, up = project(rms_norm(x, norms[2 * i + 1], eps), lw[2], dtype, vector).chunk(2, dim=-1)
         x = x + project(F.silu(gate) * up, lw[3], dtype, vector)
     return project(rms_norm(x, norms[-1], eps), output, dtype, vector)
-
-
-def attend_rows(
-    q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, ends: List[int], causal: torch.Tensor, scale: float
-) -> torch.Tensor:
-    """Attention of each row's new queries q [B, H, T, D] over exactly its first `ends[b]` positions
-    of the cache (keys [B, H, positions, D], values [B, H, D, positions]; the last T are the queries'
-    own, masked by `causal` [T, T]), -> [B, H, T, D].
-
-    The batched path reads every row at the longest row's width and runs the softmax over it (masked);
-    here a row reads only its own. In fp32 on a CPU the matmuls are the same small GEMMs per row and
-    head either way (torch 1.13 loops over the batch), so what is saved is the reading and the
-    softmax: `micro`, 25 rows of 300-1,040 positions (69% of the span), 5 ids each, one thread, a
-    step took 21.3 ms against 24.9 batched; the demo's evaluation decoded 20% faster (docs/engine.md)."""
-    t = q.shape[2]
-    out: List[torch.Tensor] = []
-    for r, end in enumerate(ends):
-        scores = torch.matmul(q[r], keys[r, :, :end].transpose(1, 2)) * scale  # [H, T, end]
-        scores[:, :, end - t :] += causal
-        out.append(torch.matmul(torch.softmax(scores, dim=-1), values[r, :, :, :end].transpose(1, 2)))
-    return torch.stack(out)
 
 
 def dot_products(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

@@ -10,6 +10,7 @@ from unittest import mock
 import torch
 import torch.nn.functional as F
 
+from coa_engine import attention
 from coa_engine import model as model_module
 from coa_engine.model import KVCache, RowWeights, project
 from coa_engine.precision import autocast
@@ -222,21 +223,27 @@ class DecodeMaskTest(unittest.TestCase):
 
     def test_row_by_row_attention_matches_the_batched_one(self):
         """A speculative step over rows of unequal lengths attends row by row over exactly each row's
-        positions (`attend_rows`), the batched step over the longest row's width with the rest masked:
-        the same logits to the last bits of fp32 sums, whatever lies past each row's length."""
+        positions (`torch.ops.coa.attend_rows`), the batched step over the longest row's width with the
+        rest masked: the same logits to the last bits of fp32 sums, whatever lies past each row's
+        length. In torch ops the rows' fill decides (`ROW_ATTENTION_FILL`); with the fused kernel
+        every fp32 step on a CPU goes row by row."""
         model = micro_model(seed=9)
         prompts = [[1, *range(60, 60 + n)] for n in (3, 40, 11, 25)]
         drafts = torch.tensor([[95, 96, 97], [98, 99, 100], [101, 102, 103], [104, 105, 106]])
         taken, step = [], model_module.decode_step()
+        kernel = attention.attention_kernel()
 
         def spy(*args):
             taken.append(args[-1])  # `ends`: None for the batched path
             return step(*args)
 
+        runs = [(0.0, None), (1.0, None)] + ([(0.0, kernel)] if kernel is not None else [])
         outs = []
-        for fill in (0.0, 1.0):
+        for fill, loaded in runs:
             with torch.no_grad(), mock.patch.object(model_module, "ROW_ATTENTION_FILL", fill):
-                with mock.patch.object(model_module, "decode_step", lambda: spy):
+                with mock.patch.object(model_module, "decode_step", lambda: spy), mock.patch.object(
+                    attention, "attention_kernel", lambda loaded=loaded: loaded
+                ):
                     decoder = CachedDecoder(model, "fp32")
                     cache, _ = decoder.prefill(prompts, 64)
                     for layer in range(model.config.n_layers):  # garbage past each row's length
@@ -244,10 +251,11 @@ class DecodeMaskTest(unittest.TestCase):
                             cache.keys[layer][i, :, len(p) :] = 1e4
                             cache.values[layer][i, ..., len(p) :] = 1e4
                     outs.append(torch.stack([decoder.decode(cache, drafts + 10 * s) for s in range(3)]))
-        self.assertEqual(taken[:3], [None] * 3)
-        self.assertEqual(taken[3:], [[len(p) + 3 * s + 3 for p in prompts] for s in range(3)])
-        self.assertTrue(torch.isfinite(outs[1]).all())
-        torch.testing.assert_close(outs[1], outs[0], rtol=0, atol=1e-4)
+        ends = [[len(p) + 3 * s + 3 for p in prompts] for s in range(3)]
+        self.assertEqual(taken, [None] * 3 + ends * (len(runs) - 1))
+        for out in outs[1:]:
+            self.assertTrue(torch.isfinite(out).all())
+            torch.testing.assert_close(out, outs[0], rtol=0, atol=1e-4)
 
 
 class FinishedRowsTest(unittest.TestCase):

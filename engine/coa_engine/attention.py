@@ -1,0 +1,160 @@
+"""A decode step's attention row by row: each row's new queries over exactly its own cached positions,
+as the operator `torch.ops.coa.attend_rows` that the TorchScript step (`model.decode_tokens`) calls.
+
+On a CPU in fp32 the operator runs the engine's one native kernel (attention.c), built with the
+machine's C compiler the first time it is needed. Why a kernel of our own: torch 1.13 (Debian's, the
+engine's default) has no fused attention and runs a decode step's as one small GEMM per row and head
+plus an unvectorized exp; in the demo's evaluation that was most of a step (docs/engine.md, "Fused
+decode attention"). Where the kernel cannot be built (no C compiler, no AVX2/FMA, another
+architecture) or `COA_ATTENTION_KERNEL=0`, the operator runs the same arithmetic in torch ops
+(`attend_rows_torch`), and decoding is only slower.
+
+The shared object is cached in `$XDG_CACHE_HOME/coa/kernels` (default `~/.cache/coa/kernels`), named by
+a hash of the source, the compiler's version and flags, and the CPU's flags, so that a cache shared
+between machines never loads code built for another CPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import List
+
+import torch
+
+SOURCE = Path(__file__).with_name("attention.c")
+# -ffast-math at compile time only: it lets gcc vectorize the softmax's exp (glibc's libmvec) and
+# reassociate the sums. Linked with it, gcc would add crtfastmath.o, which flushes denormals for the
+# whole process (torch's arithmetic included) when the library loads.
+COMPILE_FLAGS = ["-O3", "-march=native", "-ffast-math", "-fopenmp", "-fPIC"]
+LINK_FLAGS = ["-shared", "-fopenmp"]
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "coa" / "kernels"
+
+
+def cpu_flags() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return line
+    except OSError:
+        pass
+    return os.uname().machine
+
+
+def build(compiler: str | None = None) -> Path:
+    """The kernel's shared object, compiled now unless a build for this source, compiler and CPU is
+    cached. Raises OSError or subprocess.CalledProcessError (with the compiler's message) on failure."""
+    cc = compiler or os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        raise OSError("no C compiler (gcc or cc) on PATH")
+    version = subprocess.run([cc, "--version"], capture_output=True, text=True, check=True).stdout
+    key = hashlib.sha256("\0".join([SOURCE.read_text(), version, *COMPILE_FLAGS, *LINK_FLAGS, cpu_flags()]).encode())
+    target = cache_dir() / f"attention-{key.hexdigest()[:16]}.so"
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as work:
+        obj, lib = Path(work) / "attention.o", Path(work) / "attention.so"
+        for command in ([cc, *COMPILE_FLAGS, "-c", str(SOURCE), "-o", str(obj)], [cc, *LINK_FLAGS, str(obj), "-o", str(lib), "-lm"]):
+            result = subprocess.run(command, capture_output=True, text=True)
+            if result.returncode != 0:
+                raise subprocess.CalledProcessError(result.returncode, command, result.stdout, result.stderr)
+        os.replace(lib, target)  # atomic: a concurrent build of the same key writes the same bytes
+    return target
+
+
+@functools.lru_cache(maxsize=None)
+def attention_kernel() -> ctypes.CDLL | None:
+    """The loaded kernel, or None (disabled, or not buildable here: one line on stderr says why)."""
+    if os.environ.get("COA_ATTENTION_KERNEL", "1") == "0":
+        return None
+    try:
+        lib = ctypes.CDLL(str(build()))
+    except (OSError, subprocess.CalledProcessError) as error:
+        lines = (getattr(error, "stderr", None) or str(error) or error.__class__.__name__).strip().splitlines()
+        reason = next((line for line in lines if "error" in line), lines[-1])
+        print(f"coa-engine: decode attention in torch ops (the fused kernel did not build: {reason})", file=sys.stderr)
+        return None
+    i64, ptr = ctypes.c_int64, ctypes.c_void_p
+    lib.coa_attend_rows.restype = ctypes.c_int
+    lib.coa_attend_rows.argtypes = [ptr, ptr, ptr, ptr, ptr, *[i64] * 9, ctypes.c_float, ctypes.c_int]
+    return lib
+
+
+def attend_rows_torch(
+    q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, ends: List[int], scale: float
+) -> torch.Tensor:
+    """Attention of each row's new queries q [B, H, T, D] over exactly its first `ends[b]` positions
+    of the cache (keys [B, H, positions, D], values [B, H, D, positions]; the last T are the queries'
+    own, causal among themselves), -> [B, H, T, D], in torch ops.
+
+    The batched path of `model.decode_tokens` reads every row at the longest row's width and runs the
+    softmax over it (masked); here a row reads only its own. In fp32 on a CPU the matmuls are the same
+    small GEMMs per row and head either way (torch 1.13 loops over the batch), so what is saved is the
+    reading and the softmax: `micro`, 25 rows of 300-1,040 positions (69% of the span), 5 ids each,
+    one thread, a step took 21.3 ms against 24.9 batched (docs/engine.md)."""
+    t = q.shape[2]
+    causal = torch.full((t, t), float("-inf"), dtype=q.dtype, device=q.device).triu(1)
+    out: List[torch.Tensor] = []
+    for r, end in enumerate(ends):
+        scores = torch.matmul(q[r], keys[r, :, :end].transpose(1, 2)) * scale  # [H, T, end]
+        scores[:, :, end - t :] += causal
+        out.append(torch.matmul(torch.softmax(scores, dim=-1), values[r, :, :, :end].transpose(1, 2)))
+    return torch.stack(out)
+
+
+def attend_rows_fused(
+    q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, ends: List[int], scale: float
+) -> torch.Tensor:
+    """`attend_rows_torch` by the kernel (`usable` says when it applies)."""
+    lib = attention_kernel()
+    b, h, t, d = q.shape
+    q = q.contiguous()
+    out = torch.empty_like(q)
+    lengths = torch.tensor(ends, dtype=torch.int64)
+    status = lib.coa_attend_rows(
+        q.data_ptr(), keys.data_ptr(), values.data_ptr(), out.data_ptr(), lengths.data_ptr(),
+        b, h, t, d, keys.stride(0), keys.stride(1), values.stride(0), values.stride(1), values.stride(2),
+        scale, torch.get_num_threads(),
+    )  # fmt: skip
+    if status != 0:
+        raise MemoryError("the fused attention could not allocate its scores")
+    return out
+
+
+def usable(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> bool:
+    """Whether the kernel takes these tensors: built, fp32 on the CPU, the layouts it reads, and a head
+    width of whole AVX2 vectors."""
+    return (
+        attention_kernel() is not None
+        and q.device.type == "cpu"
+        and q.dtype == keys.dtype == values.dtype == torch.float32
+        and q.shape[-1] % 8 == 0
+        and keys.stride(3) == 1
+        and keys.stride(2) == q.shape[-1]
+        and values.stride(3) == 1
+    )
+
+
+def attend_rows(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, ends: List[int], scale: float) -> torch.Tensor:
+    """The operator's implementation: the kernel where it applies, else torch ops."""
+    if usable(q, keys, values):
+        return attend_rows_fused(q, keys, values, ends, scale)
+    return attend_rows_torch(q, keys, values, ends, scale)
+
+
+# An operator rather than a Python call so that the TorchScript step can call it (torch.library, torch
+# >= 1.13); its implementation runs in Python, and the kernel in C without the GIL (ctypes).
+_library = torch.library.Library("coa", "DEF")
+_library.define("attend_rows(Tensor q, Tensor keys, Tensor values, int[] ends, float scale) -> Tensor")
+_library.impl("attend_rows", attend_rows, "CPU")

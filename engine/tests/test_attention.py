@@ -1,0 +1,152 @@
+"""The decode step's row-by-row attention: the fused kernel (attention.c) against the same arithmetic in
+torch ops, the operator TorchScript calls, and the kernel's build and its fallback."""
+
+import contextlib
+import io
+import os
+import platform
+import shutil
+import tempfile
+import unittest
+from pathlib import Path
+from typing import List
+from unittest import mock
+
+import torch
+
+from coa_engine import attention
+
+
+def kernel_expected() -> bool:
+    """Where the kernel must build: x86-64 with AVX2 and FMA, and a C compiler (every CI machine)."""
+    flags = attention.cpu_flags().split()
+    return platform.machine() == "x86_64" and "avx2" in flags and "fma" in flags and shutil.which("gcc") is not None
+
+
+def case(rows, heads, t, d, ends, allocated_rows=None, positions=None, seed=0):
+    """Queries and a cache laid out as KVCache lays them out: views of the first `rows` rows of a
+    larger allocation, with more positions allocated than any row holds, garbage past each row's end."""
+    g = torch.Generator().manual_seed(seed)
+    allocated_rows = allocated_rows or rows + 2
+    positions = positions or max(ends) + 9
+    keys = torch.randn(allocated_rows, heads, positions, d, generator=g)[:rows]
+    values = torch.randn(allocated_rows, heads, d, positions, generator=g)[:rows]
+    for r, end in enumerate(ends):
+        keys[r, :, end:] = 1e30
+        values[r, ..., end:] = 1e30
+    return torch.randn(rows, heads, t, d, generator=g), keys, values, 1 / d**0.5
+
+
+def attend_in_torchscript(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, ends: List[int]) -> torch.Tensor:
+    return torch.ops.coa.attend_rows(q, keys, values, ends, 0.25)
+
+
+class FusedAttentionTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if attention.attention_kernel() is None:
+            if kernel_expected():
+                raise AssertionError("the fused attention did not build on an x86-64 CPU with AVX2, FMA and gcc")
+            raise unittest.SkipTest("no fused attention on this machine (not x86-64 with AVX2/FMA, or no gcc)")
+
+    def check(self, rows, heads, t, d, ends, threads=1, **layout):
+        q, keys, values, scale = case(rows, heads, t, d, ends, **layout)
+        expected = attention.attend_rows_torch(q, keys, values, ends, scale)
+        with mock.patch.object(torch, "get_num_threads", lambda: threads):
+            got = attention.attend_rows_fused(q, keys, values, ends, scale)
+        self.assertTrue(torch.isfinite(got).all())
+        torch.testing.assert_close(got, expected, rtol=0, atol=2e-5)
+
+    def test_it_equals_torch_ops_over_each_rows_own_positions(self):
+        """Every number of queries the engine makes (1; drafts of 1 to 8, past the kernel's group of
+        6), head widths 32 and 64, rows shorter than a vector and not multiples of one, garbage past
+        each row's end that would turn any read of it into inf or nan."""
+        for t in (1, 2, 5, 6, 7, 9):
+            for d in (32, 64):
+                ends = [t, t + 3, 17, 40, 8 * t + 5]
+                with self.subTest(t=t, d=d):
+                    self.check(len(ends), 3, t, d, ends)
+
+    def test_long_rows_and_several_threads(self):
+        self.check(6, 4, 5, 64, [1000, 5, 700, 2048, 513, 64], threads=2)
+        self.check(3, 2, 1, 32, [1500, 2, 33], threads=3)
+
+    def test_queries_see_their_own_drafts_causally(self):
+        """A draft's query sees the ids before it and itself, never the ids drafted after it: changing the
+        last position's key and value changes only the last query's output."""
+        q, keys, values, scale = case(1, 2, 4, 32, [20])
+        before = attention.attend_rows_fused(q, keys, values, [20], scale)
+        keys[0, :, 19] += 5.0
+        values[0, :, :, 19] += 5.0
+        after = attention.attend_rows_fused(q, keys, values, [20], scale)
+        torch.testing.assert_close(after[:, :, :3], before[:, :, :3], rtol=0, atol=0)
+        self.assertGreater((after[:, :, 3] - before[:, :, 3]).abs().max().item(), 1e-3)
+
+    def test_the_operator_runs_the_kernel_or_torch_ops(self):
+        """`torch.ops.coa.attend_rows` (what the TorchScript step calls) gives the kernel's answer, and
+        torch ops' where the kernel is absent or the tensors are not its kind (bf16)."""
+        ends = [9, 30]
+        q, keys, values, scale = case(2, 2, 3, 32, ends)
+        scripted = torch.jit.script(attend_in_torchscript)
+        self.assertTrue(torch.equal(torch.ops.coa.attend_rows(q, keys, values, ends, scale), attention.attend_rows_fused(q, keys, values, ends, scale)))
+        torch.testing.assert_close(scripted(q, keys, values, ends), attention.attend_rows_torch(q, keys, values, ends, 0.25), rtol=0, atol=2e-5)
+        with mock.patch.object(attention, "attention_kernel", lambda: None):
+            self.assertTrue(torch.equal(torch.ops.coa.attend_rows(q, keys, values, ends, scale), attention.attend_rows_torch(q, keys, values, ends, scale)))
+        half = [x.bfloat16() for x in (q, keys, values)]
+        self.assertFalse(attention.usable(*half))
+        self.assertEqual(torch.ops.coa.attend_rows(*half, ends, scale).dtype, torch.bfloat16)
+
+    def test_loading_it_leaves_denormals_alone(self):
+        """Built with -ffast-math but not linked with it: gcc would otherwise add start-up code that makes
+        the whole process flush denormal floats to zero, torch's arithmetic included."""
+        tiny = torch.tensor([1e-39], dtype=torch.float32)
+        self.assertGreater((tiny * 0.5).item(), 0.0)
+
+
+class KernelBuildTest(unittest.TestCase):
+    def test_a_build_is_cached_by_source_compiler_and_cpu(self):
+        if not kernel_expected():
+            self.skipTest("no gcc with AVX2/FMA here")
+        with tempfile.TemporaryDirectory() as home, mock.patch.dict(os.environ, {"XDG_CACHE_HOME": home}):
+            built = attention.build()
+            self.assertEqual(built.parent, Path(home) / "coa" / "kernels")
+            stamp = built.stat().st_mtime_ns
+            self.assertEqual(attention.build(), built)  # cached: not compiled again
+            self.assertEqual(built.stat().st_mtime_ns, stamp)
+            with mock.patch.object(attention, "cpu_flags", lambda: "flags : another cpu"):
+                self.assertNotEqual(attention.build(), built)
+            self.assertEqual(sorted(p.suffix for p in built.parent.iterdir()), [".so", ".so"])  # no leftovers
+
+    def test_without_a_compiler_decoding_falls_back_and_says_why(self):
+        attention.attention_kernel.cache_clear()
+        err = io.StringIO()
+        try:
+            with mock.patch.dict(os.environ, {"CC": "/nonexistent/cc"}), contextlib.redirect_stderr(err):
+                self.assertIsNone(attention.attention_kernel())
+        finally:
+            attention.attention_kernel.cache_clear()
+        self.assertIn("decode attention in torch ops", err.getvalue())
+        self.assertIn("/nonexistent/cc", err.getvalue())
+
+    def test_a_compiler_error_is_reported_with_its_message(self):
+        if shutil.which("gcc") is None:
+            self.skipTest("no gcc here")
+        with tempfile.TemporaryDirectory() as home, mock.patch.dict(os.environ, {"XDG_CACHE_HOME": home}):
+            source = Path(home) / "broken.c"
+            source.write_text("int f( {\n")
+            with mock.patch.object(attention, "SOURCE", source):
+                with self.assertRaises(Exception) as raised:
+                    attention.build()
+            self.assertIn("error", getattr(raised.exception, "stderr", "") or str(raised.exception))
+
+    def test_disabled_by_the_environment(self):
+        attention.attention_kernel.cache_clear()
+        try:
+            with mock.patch.dict(os.environ, {"COA_ATTENTION_KERNEL": "0"}):
+                self.assertIsNone(attention.attention_kernel())
+        finally:
+            attention.attention_kernel.cache_clear()
+
+
+if __name__ == "__main__":
+    unittest.main()
