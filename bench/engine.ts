@@ -183,6 +183,9 @@ export async function run(): Promise<void> {
             `malloc ${info.malloc?.tuned ? "tuned" : "glibc defaults"}` +
             (info.blas?.openblas_pool
               ? `, OpenBLAS pool beside OpenMP (spin ${info.blas.openmp_spin ?? "default"})`
+              : "") +
+            (info.decode_attention
+              ? `, decode attention ${info.decode_attention.fused ? "fused" : `in torch ops (${info.decode_attention.reason})`}`
               : ""),
         );
       }

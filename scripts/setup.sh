@@ -2,7 +2,7 @@
 # Installs what coa needs on Debian/Ubuntu: Node packages, and Debian's PyTorch with OpenBLAS (the
 # embedded engine), bubblewrap (the code sandbox), Chromium (the viewer's browser test) and a C++
 # toolchain (better-sqlite3, the search index, compiles from source where its prebuilt binary cannot
-# be downloaded).
+# be downloaded; the engine builds its fused decode attention with the gcc that g++ brings).
 # Elsewhere: any Python >= 3.11 with torch >= 1.13 (set COA_PYTHON to it) and bubblewrap.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -73,22 +73,39 @@ def build(compiler: str | None = None) -> Path:
     return target
 
 
+# Why the kernel is not in use, once `attention_kernel` has been asked (`state`).
+_not_used: str | None = None
+
+
 @functools.lru_cache(maxsize=None)
 def attention_kernel() -> ctypes.CDLL | None:
     """The loaded kernel, or None (disabled, or not buildable here: one line on stderr says why)."""
+    global _not_used
     if os.environ.get("COA_ATTENTION_KERNEL", "1") == "0":
+        _not_used = "off (COA_ATTENTION_KERNEL=0)"
         return None
     try:
         lib = ctypes.CDLL(str(build()))
     except (OSError, subprocess.CalledProcessError) as error:
         lines = (getattr(error, "stderr", None) or str(error) or error.__class__.__name__).strip().splitlines()
         reason = next((line for line in lines if "error" in line), lines[-1])
-        print(f"coa-engine: decode attention in torch ops (the fused kernel did not build: {reason})", file=sys.stderr)
+        _not_used = f"did not build: {reason}"
+        print(f"coa-engine: decode attention in torch ops (the fused kernel {_not_used})", file=sys.stderr)
         return None
+    _not_used = None
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.coa_attend_rows.restype = ctypes.c_int
     lib.coa_attend_rows.argtypes = [ptr, ptr, ptr, ptr, ptr, *[i64] * 9, ctypes.c_float, ctypes.c_int]
     return lib
+
+
+def state() -> dict:
+    """For /info: whether fp32 decoding on a CPU runs the fused kernel, and if not, why. Asks nothing of
+    the compiler: an engine that never decoded in fp32 on a CPU reports the kernel as not loaded."""
+    loaded = attention_kernel.cache_info().currsize > 0
+    if loaded and attention_kernel() is not None:
+        return {"fused": True}
+    return {"fused": False, "reason": _not_used if loaded else "not loaded (no fp32 decoding on a CPU yet)"}
 
 
 def attend_rows_torch(

@@ -631,8 +631,9 @@ def decode_tokens(
             cached_values[rows, :, :, at] = v.transpose(1, 2).to(cached_values.dtype)
         # In the scores' dtype: torch's bf16 softmax computes in fp32 and rounds once, the bits of an
         # fp32 softmax cast back, without the two casts (as `Attention._attend` does). `dot_products`
-        # only for one new id per row: with a draft's several ids (a speculative step) each query
-        # makes its own products, and the batched matmul wins (docs/engine.md).
+        # (fp32 on a CPU without the fused kernel) only for one new id per row: with a draft's several
+        # ids (a speculative step) each query makes its own products, and the batched matmul wins
+        # (docs/engine.md).
         if ends is not None:
             y = torch.ops.coa.attend_rows(q.to(dtype), cached_keys, cached_values, ends, scale)
         else:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from . import allocator, blas, checkpoint
+from . import allocator, attention, blas, checkpoint
 from .drafting import DEFAULT_DRAFT_TOKENS
 from .model import ModelConfig, Transformer, preset_config
 from .precision import choose_device, choose_dtype
@@ -157,6 +157,7 @@ class Worker:
             "torch": torch.__version__,
             "malloc": allocator.state(),
             "blas": blas.state(),
+            "decode_attention": attention.state(),
             "pid": os.getpid(),
             "checkpoint": self.checkpoint_dir,
             "step": t.step,
@@ -201,6 +202,8 @@ class Worker:
         """Once per engine, on its first model's own projections (a later load keeps the choice)."""
         if self.dtype is None:
             self.dtype, self.dtype_gflops = choose_dtype(self.requested_dtype, self.device, config.projection_shapes())
+            if self.device == "cpu" and self.dtype == "fp32":
+                attention.attention_kernel()  # built now (about a second, once per machine), not in a first request
 
     def _load(self, folder: str, max_seq_len: int | None = None) -> None:
         """`max_seq_len` gives the model another context than it was saved with: rotary positions
