@@ -1,5 +1,5 @@
-/* Decode-step attention on a CPU in fp32, each row over exactly its own positions (kernels.py builds
- * this with the machine's C compiler and loads it; model.py's `attend_rows` is the same arithmetic in
+/* Decode-step attention on a CPU in fp32, each row over exactly its own positions (attention.py builds
+ * this with the machine's C compiler and loads it; its `attend_rows_torch` is the same arithmetic in
  * torch ops, and the fallback).
  *
  * Why: torch 1.13 runs a decode step's attention as one small GEMM per row and head (a few query rows

@@ -65,7 +65,8 @@ def build(compiler: str | None = None) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as work:
         obj, lib = Path(work) / "attention.o", Path(work) / "attention.so"
-        for command in ([cc, *COMPILE_FLAGS, "-c", str(SOURCE), "-o", str(obj)], [cc, *LINK_FLAGS, str(obj), "-o", str(lib), "-lm"]):
+        compile_ = [cc, *COMPILE_FLAGS, "-c", str(SOURCE), "-o", str(obj)]
+        for command in (compile_, [cc, *LINK_FLAGS, str(obj), "-o", str(lib), "-lm"]):
             result = subprocess.run(command, capture_output=True, text=True)
             if result.returncode != 0:
                 raise subprocess.CalledProcessError(result.returncode, command, result.stdout, result.stderr)
@@ -163,8 +164,14 @@ def usable(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> bool:
     )
 
 
-def attend_rows(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, ends: List[int], scale: float) -> torch.Tensor:
-    """The operator's implementation: the kernel where it applies, else torch ops."""
+def attend_rows(
+    q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, ends: List[int], scale: float
+) -> torch.Tensor:
+    """The operator's implementation: the kernel where it applies, else torch ops. Ends outside the
+    cache's positions would make the kernel read past it: refused, whichever runs."""
+    rows, t, positions = q.shape[0], q.shape[2], min(keys.shape[2], values.shape[3])
+    if len(ends) != rows or (ends and (min(ends) < t or max(ends) > positions)):
+        raise ValueError(f"attend_rows: ends {ends} for {rows} rows of {t} queries in {positions} positions")
     if usable(q, keys, values):
         return attend_rows_fused(q, keys, values, ends, scale)
     return attend_rows_torch(q, keys, values, ends, scale)

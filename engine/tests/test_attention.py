@@ -87,14 +87,22 @@ class FusedAttentionTest(unittest.TestCase):
         torch ops' where the kernel is absent or the tensors are not its kind (bf16)."""
         ends = [9, 30]
         q, keys, values, scale = case(2, 2, 3, 32, ends)
-        scripted = torch.jit.script(attend_in_torchscript)
-        self.assertTrue(torch.equal(torch.ops.coa.attend_rows(q, keys, values, ends, scale), attention.attend_rows_fused(q, keys, values, ends, scale)))
-        torch.testing.assert_close(scripted(q, keys, values, ends), attention.attend_rows_torch(q, keys, values, ends, 0.25), rtol=0, atol=2e-5)
+        operator = torch.ops.coa.attend_rows(q, keys, values, ends, scale)
+        self.assertTrue(torch.equal(operator, attention.attend_rows_fused(q, keys, values, ends, scale)))
+        scripted = torch.jit.script(attend_in_torchscript)(q, keys, values, ends)
+        torch.testing.assert_close(scripted, attention.attend_rows_torch(q, keys, values, ends, 0.25), rtol=0, atol=2e-5)
         with mock.patch.object(attention, "attention_kernel", lambda: None):
-            self.assertTrue(torch.equal(torch.ops.coa.attend_rows(q, keys, values, ends, scale), attention.attend_rows_torch(q, keys, values, ends, scale)))
+            operator = torch.ops.coa.attend_rows(q, keys, values, ends, scale)
+            self.assertTrue(torch.equal(operator, attention.attend_rows_torch(q, keys, values, ends, scale)))
         half = [x.bfloat16() for x in (q, keys, values)]
         self.assertFalse(attention.usable(*half))
         self.assertEqual(torch.ops.coa.attend_rows(*half, ends, scale).dtype, torch.bfloat16)
+
+    def test_ends_outside_the_cache_are_refused(self):
+        q, keys, values, scale = case(2, 2, 3, 32, [9, 30])
+        for ends in ([9], [9, 2], [9, keys.shape[2] + 1]):
+            with self.subTest(ends=ends), self.assertRaisesRegex(Exception, "attend_rows"):
+                torch.ops.coa.attend_rows(q, keys, values, ends, scale)
 
     def test_loading_it_leaves_denormals_alone(self):
         """Built with -ffast-math but not linked with it: gcc would otherwise add start-up code that makes
