@@ -222,8 +222,12 @@ class KVCache:
         def grown(t: torch.Tensor, dim: int) -> torch.Tensor:  # dim: where the positions are
             shape = list(t.shape)
             shape[0], shape[dim] = rows, positions
-            out = t.new_zeros(shape)
+            # Zeros only where nothing is copied: zero-filling all of it first wrote the held part
+            # twice (an evaluation's 36 growths of ~50 MB took 1.1 s).
+            out = t.new_empty(shape)
             out[:held_rows].narrow(dim, 0, held).copy_(t[:held_rows].narrow(dim, 0, held))
+            out[:held_rows].narrow(dim, held, positions - held).zero_()
+            out[held_rows:].zero_()
             return out
 
         self._keys = [grown(k, 2) for k in self._keys]
