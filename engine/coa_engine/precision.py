@@ -85,16 +85,24 @@ MIN_ROUNDS, MAX_ROUNDS, STABLE = 3, 8, 1.25
 # `tiny`'s). Ten times is beyond what a moment of load does to a one-thread round (`one_thread`);
 # a round stalled less than that is outvoted by more rounds as before.
 FAR_SLOWER = 10.0
+# Before any round, a first look on this many rows: where bf16 has no fast kernels it is as many times
+# slower on few rows as on many, and even one bf16 round on TIMED_ROWS took 1.1 s of a `micro` engine's
+# start on that EPYC, 3.1 s of `tiny`'s and 9.2 s of `small`'s (on 64 rows: 0.19, 0.44 and 1.1 s).
+# A look that finds bf16 PROBE_FAR_SLOWER times slower decides fp32; twice FAR_SLOWER, because few
+# rows leave more room for fixed costs per call (oneDNN's ~18 us a call in bf16 on a Xeon).
+PROBE_ROWS, PROBE_FAR_SLOWER = 64, 20.0
+DTYPES = (("fp32", torch.float32), ("bf16", torch.bfloat16))
 
 
 def choose_dtype(
     requested: str,
     device: str = "cpu",
     shapes: list[tuple[int, int]] | None = None,
-    measure: Callable[[torch.dtype, list[tuple[int, int]]], float] = linear_flops,
+    measure: Callable[[torch.dtype, list[tuple[int, int]], int], float] = linear_flops,
 ) -> tuple[str, dict[str, float]]:
     """`requested` is "auto", "fp32" or "bf16"; returns the choice and the best GFLOP/s measured for each
-    dtype on `shapes`, the model's projections (default: one 256 x 256 product), on one thread."""
+    dtype on `shapes`, the model's projections (default: one 256 x 256 product), on one thread (on
+    PROBE_ROWS rows where the first look decided, else on TIMED_ROWS)."""
     measured: dict[str, float] = {}
     if requested == "auto" and device == "cuda":
         return ("bf16" if torch.cuda.is_bf16_supported() else "fp32"), measured
@@ -102,9 +110,12 @@ def choose_dtype(
         shapes = shapes or [(256, 256)]
         rounds: dict[str, list[float]] = {"fp32": [], "bf16": []}
         with one_thread():
+            probe = {name: measure(dtype, shapes, PROBE_ROWS) / 1e9 for name, dtype in DTYPES}
+            if probe["bf16"] * PROBE_FAR_SLOWER < probe["fp32"]:
+                return "fp32", probe
             for n in range(MAX_ROUNDS):
-                for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
-                    rounds[name].append(measure(dtype, shapes) / 1e9)
+                for name, dtype in DTYPES:
+                    rounds[name].append(measure(dtype, shapes, TIMED_ROWS) / 1e9)
                 best_two = {k: sorted(v)[-2:] for k, v in rounds.items()}
                 if n + 1 >= MIN_ROUNDS and all(hi <= STABLE * lo for lo, hi in best_two.values()):
                     break

@@ -12,6 +12,9 @@ from coa_engine.precision import (
     FAR_SLOWER,
     MAX_ROUNDS,
     MIN_ROUNDS,
+    PROBE_FAR_SLOWER,
+    PROBE_ROWS,
+    TIMED_ROWS,
     autocast,
     choose_dtype,
     linear_flops,
@@ -22,14 +25,19 @@ from coa_engine.precision import (
 CPU = torch.device("cpu")
 
 
-def scripted(fp32: list[float], bf16: list[float]):
-    """A `measure` that returns these GFLOP/s round by round and records what it was asked."""
-    calls: list[tuple[torch.dtype, list, int]] = []
+def scripted(fp32: list[float], bf16: list[float], probe: tuple[float, float] | None = None):
+    """A `measure` that returns these GFLOP/s round by round and records what it was asked; the first
+    look on PROBE_ROWS rows gets `probe` (fp32, bf16), by default each dtype's first round."""
+    calls: list[tuple[torch.dtype, list, int, int]] = []
+    rounds: list[torch.dtype] = []
 
-    def measure(dtype, shapes):
-        calls.append((dtype, shapes, torch.get_num_threads()))
+    def measure(dtype, shapes, rows):
+        calls.append((dtype, shapes, torch.get_num_threads(), rows))
+        if rows == PROBE_ROWS:
+            return (probe or (fp32[0], bf16[0]))[dtype == torch.bfloat16] * 1e9
+        rounds.append(dtype)
         series = bf16 if dtype == torch.bfloat16 else fp32
-        return series[min((len(calls) - 1) // 2, len(series) - 1)] * 1e9
+        return series[min((len(rounds) - 1) // 2, len(series) - 1)] * 1e9
 
     return measure, calls
 
@@ -42,8 +50,9 @@ class DtypeChoiceTest(unittest.TestCase):
         before = torch.get_num_threads()
         choice, measured = choose_dtype("auto", "cpu", self.shapes, measure)
         self.assertEqual((choice, measured), ("bf16", {"fp32": 100.0, "bf16": 400.0}))
-        self.assertEqual(len(calls), 2 * MIN_ROUNDS)  # agreeing rounds: no more than the minimum
-        self.assertTrue(all(shapes == self.shapes and threads == 1 for _, shapes, threads in calls))
+        # A first look on few rows, then agreeing rounds: no more than the minimum.
+        self.assertEqual([rows for *_, rows in calls], [PROBE_ROWS] * 2 + [TIMED_ROWS] * 2 * MIN_ROUNDS)
+        self.assertTrue(all(shapes == self.shapes and threads == 1 for _, shapes, threads, _ in calls))
         self.assertEqual(torch.get_num_threads(), before)
 
     def test_a_stalled_round_is_outvoted_by_more_rounds(self):
@@ -53,23 +62,34 @@ class DtypeChoiceTest(unittest.TestCase):
         choice, measured = choose_dtype("auto", "cpu", self.shapes, measure)
         self.assertEqual(choice, "bf16")
         self.assertEqual(measured["bf16"], 455.0)
-        self.assertEqual(len(calls), 2 * 4)
+        self.assertEqual(len(calls), 2 + 2 * 4)
 
     def test_rounds_are_bounded_when_they_never_agree(self):
         # fp32 keeps getting faster, 1.3x a round: its two best rounds never agree within 1.25x.
         measure, calls = scripted([10.0 * 1.3**n for n in range(MAX_ROUNDS)], [50.0])
         self.assertEqual(choose_dtype("auto", "cpu", self.shapes, measure)[0], "fp32")
-        self.assertEqual(len(calls), 2 * MAX_ROUNDS)
+        self.assertEqual(len(calls), 2 + 2 * MAX_ROUNDS)
 
-    def test_bf16_far_slower_ends_the_timing_after_one_round(self):
-        # A CPU without bf16 kernels: its bf16 rounds cost seconds each and cannot change the choice.
+    def test_a_first_look_on_few_rows_decides_where_bf16_has_no_fast_kernels(self):
+        # A CPU without bf16 kernels: bf16 is tens of times slower on few rows as on many, and its
+        # rounds on the model's rows would cost seconds each without changing the choice.
         measure, calls = scripted([60.0], [1.3])
         self.assertEqual(choose_dtype("auto", "cpu", self.shapes, measure), ("fp32", {"fp32": 60.0, "bf16": 1.3}))
-        self.assertEqual(len(calls), 2)
+        self.assertEqual([rows for *_, rows in calls], [PROBE_ROWS, PROBE_ROWS])
+        # Slower on few rows by less than PROBE_FAR_SLOWER (fixed costs per call weigh more there):
+        # the rounds decide, here bf16.
+        measure, calls = scripted([100.0], [400.0], probe=(60.0, 60.0 / PROBE_FAR_SLOWER * 1.01))
+        self.assertEqual(choose_dtype("auto", "cpu", self.shapes, measure)[0], "bf16")
+        self.assertEqual(len(calls), 2 + 2 * MIN_ROUNDS)
+
+    def test_bf16_far_slower_ends_the_timing_after_one_round(self):
+        measure, calls = scripted([60.0], [1.3], probe=(60.0, 10.0))
+        self.assertEqual(choose_dtype("auto", "cpu", self.shapes, measure), ("fp32", {"fp32": 60.0, "bf16": 1.3}))
+        self.assertEqual(len(calls), 2 + 2)
         # Only slower by less than FAR_SLOWER: the rounds go on as usual.
         measure, calls = scripted([60.0], [60.0 / FAR_SLOWER * 1.01])
         self.assertEqual(choose_dtype("auto", "cpu", self.shapes, measure)[0], "fp32")
-        self.assertEqual(len(calls), 2 * MIN_ROUNDS)
+        self.assertEqual(len(calls), 2 + 2 * MIN_ROUNDS)
 
     def test_bf16_must_win_clearly(self):
         measure, _ = scripted([100.0], [115.0])
