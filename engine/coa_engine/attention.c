@@ -44,7 +44,7 @@ static inline float sum8(__m256 a) {
 /* scores[t * n + p] = scale * q[t] . k[p] for p < n. d: a multiple of 8. Meanwhile the values v (d
  * rows of n, vd apart) are fetched into the core's L2 in the order `weighted_values` reads them: read
  * from memory there, each of its d rows is a short stream of its own that the hardware prefetcher
- * starts late (a `micro` layer of 25 rows took 1.3x as long). */
+ * starts late (a `micro` layer of 25 rows, its data in L3: 3.6 ms without this, 2.3 ms with it). */
 static void scores_of(const float *q, const float *k, int64_t n, int t_count, int d, float scale, float *scores,
                       const float *v, int64_t vd) {
   int64_t p = 0;
