@@ -526,11 +526,10 @@ class Transformer(nn.Module):
         if w.dtype == torch.float32 and ids.device.type == "cpu":
             # Row by row (`attention`): with the fused kernel always; in torch ops only for a
             # speculative step of rows that leave enough of the span unread.
-            if attention.attention_kernel() is not None:
-                ends = (pos + t).tolist()
-            elif t > 1 and b > 1:
+            fused = attention.attention_kernel() is not None
+            if fused or (t > 1 and b > 1):
                 row_ends = (pos + t).tolist()
-                if sum(row_ends) <= ROW_ATTENTION_FILL * b * span:
+                if fused or sum(row_ends) <= ROW_ATTENTION_FILL * b * span:
                     ends = row_ends
         # `decode_tokens` casts every matmul's inputs as autocast would. Autocast stays off there: under it
         # TorchScript casts on its own (its one-row bf16 logits then differed from eager mode's).
