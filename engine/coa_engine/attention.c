@@ -1,6 +1,6 @@
-/* Decode-step attention on a CPU in fp32, each row over exactly its own positions (attention.py builds
- * this with the machine's C compiler and loads it; its `attend_rows_torch` is the same arithmetic in
- * torch ops, and the fallback).
+/* Decode-step attention on a CPU, each row over exactly its own positions, with an fp32 or a bf16 cache
+ * (attention.py builds this with the machine's C compiler and loads it; its `attend_rows_torch` is the
+ * same arithmetic in torch ops, and the fallback).
  *
  * Why: torch 1.13 runs a decode step's attention as one small GEMM per row and head (a few query rows
  * against ~1,000 positions), where OpenBLAS reaches a fraction of the core, plus an unvectorized exp
@@ -8,10 +8,16 @@
  * queries against its keys, a softmax that never reads the positions a query may not see, and the
  * values weighted by it, all in registers and the core's caches.
  *
- * Layouts (model.py's KVCache): queries [B, H, T, D] contiguous; keys [rows, H, positions, D] and
- * values [rows, H, D, positions] (positions last), each with its own row and head strides; out
- * [B, H, T, D]. Row b's T queries are its last T positions (ends[b] - T ...): query t sees the first
- * ends[b] - T + t + 1. */
+ * Layouts (model.py's KVCache): queries [B, H, T, D] contiguous fp32; keys [rows, H, positions, D] and
+ * values [rows, H, D, positions] (positions last), both fp32 or both bf16, each with its own row and
+ * head strides; out [B, H, T, D] fp32. Row b's T queries are its last T positions (ends[b] - T ...):
+ * query t sees the first ends[b] - T + t + 1.
+ *
+ * With a bf16 cache (a bf16 engine: a CPU with AMX or AVX-512 BF16) the arithmetic is that of torch's
+ * bf16 attention, the trainer's (model.py's `_attend`): products summed in fp32, the scaled scores
+ * rounded to bf16, the softmax computed in fp32 from them and its weights rounded to bf16, the weighted
+ * sums in fp32 (the caller rounds them to bf16). Widening bf16 to fp32 is a shift, so AVX2 suffices,
+ * and a step bound by reading the cache reads half the bytes. */
 #if !defined(__AVX2__) || !defined(__FMA__)
 #error "the fused attention needs AVX2 and FMA; the engine uses torch's ops instead"
 #endif
@@ -27,56 +33,90 @@
  * registers. */
 #define GROUP 6
 
+/* The helpers below take the cache's element type as a constant `bf16` (0: fp32) and are inlined into
+ * one job function per type (`job_fp32`, `job_bf16`), so that each type's loops are branch-free. */
+#define INLINE static inline __attribute__((always_inline))
+
+/* Eight elements from i on, as fp32 (a bf16 is the upper half of the fp32 of the same value). */
+INLINE __m256 load8(const void *base, int64_t i, const int bf16) {
+  if (!bf16) return _mm256_loadu_ps((const float *)base + i);
+  __m128i half = _mm_loadu_si128((const __m128i *)((const uint16_t *)base + i));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(half), 16));
+}
+
+INLINE float load1(const void *base, int64_t i, const int bf16) {
+  if (!bf16) return ((const float *)base)[i];
+  uint32_t bits = (uint32_t)((const uint16_t *)base)[i] << 16;
+  float x;
+  __builtin_memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+/* Each lane rounded to the nearest bf16, ties to even (as torch rounds; the values here are finite). */
+INLINE __m256 round_bf16(__m256 x) {
+  __m256i bits = _mm256_castps_si256(x);
+  __m256i odd = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+  bits = _mm256_add_epi32(bits, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), odd));
+  return _mm256_castsi256_ps(_mm256_and_si256(bits, _mm256_set1_epi32((int)0xffff0000u)));
+}
+
+INLINE float round1_bf16(float x) { return _mm256_cvtss_f32(round_bf16(_mm256_set1_ps(x))); }
+
 /* [sum(a0), ..., sum(a7)] of eight vectors. */
-static inline __m256 sums8(__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 a4, __m256 a5, __m256 a6, __m256 a7) {
+INLINE __m256 sums8(__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 a4, __m256 a5, __m256 a6, __m256 a7) {
   __m256 h0 = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
   __m256 h1 = _mm256_hadd_ps(_mm256_hadd_ps(a4, a5), _mm256_hadd_ps(a6, a7));
   return _mm256_add_ps(_mm256_permute2f128_ps(h0, h1, 0x20), _mm256_permute2f128_ps(h0, h1, 0x31));
 }
 
-static inline float sum8(__m256 a) {
+INLINE float sum8(__m256 a) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
 }
 
-/* scores[t * n + p] = scale * q[t] . k[p] for p < n. d: a multiple of 8. Meanwhile the values v (d
- * rows of n, vd apart) are fetched into the core's L2 in the order `weighted_values` reads them: read
- * from memory there, each of its d rows is a short stream of its own that the hardware prefetcher
- * starts late (a `micro` layer of 25 rows, its data in L3: 3.6 ms without this, 2.3 ms with it). */
-static void scores_of(const float *q, const float *k, int64_t n, int t_count, int d, float scale, float *scores,
-                      const float *v, int64_t vd) {
+/* scores[t * n + p] = scale * q[t] . k[p] for p < n (rounded to bf16 with a bf16 cache). d: a multiple
+ * of 8. Meanwhile the values v (d rows of n, vd apart) are fetched into the core's L2 in the order
+ * `weighted_group` reads them: read from memory there, each of its d rows is a short stream of its own
+ * that the hardware prefetcher starts late (a `micro` layer of 25 rows, its data in L3: 3.6 ms without
+ * this, 2.3 ms with it). */
+INLINE void scores_of(const float *q, const void *k, int64_t n, int t_count, int d, float scale, float *scores,
+                      const void *v, int64_t vd, const int bf16) {
+  const int shift = bf16 ? 1 : 2, per_line = 64 >> shift; /* bytes per element: 1 << shift */
+  const __m256 scale8 = _mm256_set1_ps(scale);
   int64_t p = 0;
   for (; p + 8 <= n; p += 8) {
-    const float *kp = k + p * d;
-    if (p % 16 == 0)
-      for (int j = 0; j < d; j++) _mm_prefetch((const char *)(v + j * vd + p), _MM_HINT_T1);
+    if (p % per_line == 0)
+      for (int j = 0; j < d; j++) _mm_prefetch((const char *)v + ((j * vd + p) << shift), _MM_HINT_T1);
     for (int t = 0; t < t_count; t++) {
       const float *qt = q + (int64_t)t * d;
       __m256 a[8];
       for (int j = 0; j < 8; j++) a[j] = _mm256_setzero_ps();
       for (int c = 0; c < d; c += 8) {
         __m256 qc = _mm256_loadu_ps(qt + c);
-        for (int j = 0; j < 8; j++) a[j] = _mm256_fmadd_ps(qc, _mm256_loadu_ps(kp + j * d + c), a[j]);
+        for (int j = 0; j < 8; j++) a[j] = _mm256_fmadd_ps(qc, load8(k, (p + j) * d + c, bf16), a[j]);
       }
-      __m256 s = sums8(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
-      _mm256_storeu_ps(scores + t * n + p, _mm256_mul_ps(s, _mm256_set1_ps(scale)));
+      __m256 s = _mm256_mul_ps(sums8(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]), scale8);
+      _mm256_storeu_ps(scores + t * n + p, bf16 ? round_bf16(s) : s);
     }
   }
   for (; p < n; p++) {
     for (int t = 0; t < t_count; t++) {
       __m256 a = _mm256_setzero_ps();
-      for (int c = 0; c < d; c += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + (int64_t)t * d + c), _mm256_loadu_ps(k + p * d + c), a);
-      scores[t * n + p] = sum8(a) * scale;
+      for (int c = 0; c < d; c += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + (int64_t)t * d + c), load8(k, p * d + c, bf16), a);
+      float s = sum8(a) * scale;
+      scores[t * n + p] = bf16 ? round1_bf16(s) : s;
     }
   }
 }
 
-/* Softmax of scores[0 .. seen) in place, then zeros up to n (positions the query may not see); returns
- * 1 / the sum of the exponentials (the weights are left unnormalized). */
-static float softmax_of(float *s, int64_t seen, int64_t n) {
-  float top = s[0];  /* seen >= 1: a query sees at least its own position */
+/* Softmax of scores[0 .. seen) in place, then zeros up to n (positions the query may not see). Returns
+ * the factor that normalizes the weights: 1 / the sum of the exponentials in fp32, whose weights are left
+ * unnormalized; 1 with bf16, whose weights are normalized and rounded here, as torch's bf16 softmax
+ * returns them. */
+INLINE float softmax_of(float *s, int64_t seen, int64_t n, const int bf16) {
+  float top = s[0]; /* seen >= 1: a query sees at least its own position */
   for (int64_t p = 1; p < seen; p++) top = s[p] > top ? s[p] : top;
   float total = 0.0f;
   for (int64_t p = 0; p < seen; p++) {
@@ -84,23 +124,27 @@ static float softmax_of(float *s, int64_t seen, int64_t n) {
     total += s[p];
   }
   for (int64_t p = seen; p < n; p++) s[p] = 0.0f;
-  return 1.0f / total;
+  if (!bf16) return 1.0f / total;
+  const float norm = 1.0f / total;
+  int64_t p = 0;
+  for (; p + 8 <= seen; p += 8) _mm256_storeu_ps(s + p, round_bf16(_mm256_mul_ps(_mm256_loadu_ps(s + p), _mm256_set1_ps(norm))));
+  for (; p < seen; p++) s[p] = round1_bf16(s[p] * norm);
+  return 1.0f;
 }
 
-/* out[t * d + j] = norm[t] * sum_p w[t * n + p] * v[j * vd + p] for T (1..GROUP) queries. Inlined
- * with T a constant (`weighted_values`), so that the accumulators stay in registers. Meanwhile one
- * cache line of `next` (the next job's keys, `lines` long) is fetched into L2 per 16 positions. */
-static inline __attribute__((always_inline)) void weighted_group(const float *w, const float *v, int64_t vd, int64_t n,
-                                                                 const int T, int d, const float *norm, float *out,
-                                                                 const char *next, int64_t lines) {
+/* out[t * d + j] = norm[t] * sum_p w[t * n + p] * v[j * vd + p] for T (1..GROUP) queries, T a constant
+ * at each call (`weighted_values`), so that the accumulators stay in registers. Meanwhile one cache line
+ * of `next` (the next job's keys, `lines` long) is fetched into L2 per 16 positions. */
+INLINE void weighted_group(const float *w, const void *v, int64_t vd, int64_t n, const int T, int d,
+                           const float *norm, float *out, const char *next, int64_t lines, const int bf16) {
   int64_t line = 0;
   for (int j = 0; j < d; j++) {
-    const float *vj = v + j * vd;
+    const int64_t row = j * vd;
     __m256 a0[GROUP], a1[GROUP];
     for (int t = 0; t < T; t++) a0[t] = a1[t] = _mm256_setzero_ps();
     int64_t p = 0;
     for (; p + 16 <= n; p += 16) {
-      __m256 x0 = _mm256_loadu_ps(vj + p), x1 = _mm256_loadu_ps(vj + p + 8);
+      __m256 x0 = load8(v, row + p, bf16), x1 = load8(v, row + p + 8, bf16);
       if (line < lines) _mm_prefetch(next + 64 * line++, _MM_HINT_T1);
       for (int t = 0; t < T; t++) {
         a0[t] = _mm256_fmadd_ps(_mm256_loadu_ps(w + t * n + p), x0, a0[t]);
@@ -109,28 +153,68 @@ static inline __attribute__((always_inline)) void weighted_group(const float *w,
     }
     for (int t = 0; t < T; t++) {
       float sum = sum8(_mm256_add_ps(a0[t], a1[t]));
-      for (int64_t r = p; r < n; r++) sum += w[t * n + r] * vj[r];
+      for (int64_t r = p; r < n; r++) sum += w[t * n + r] * load1(v, row + r, bf16);
       out[t * d + j] = sum * norm[t];
     }
   }
 }
 
-static void weighted_values(const float *w, const float *v, int64_t vd, int64_t n, int t_count, int d,
-                            const float *norm, float *out, const char *next, int64_t lines) {
+INLINE void weighted_values(const float *w, const void *v, int64_t vd, int64_t n, int t_count, int d,
+                            const float *norm, float *out, const char *next, int64_t lines, const int bf16) {
   switch (t_count) {
-    case 1: weighted_group(w, v, vd, n, 1, d, norm, out, next, lines); break;
-    case 2: weighted_group(w, v, vd, n, 2, d, norm, out, next, lines); break;
-    case 3: weighted_group(w, v, vd, n, 3, d, norm, out, next, lines); break;
-    case 4: weighted_group(w, v, vd, n, 4, d, norm, out, next, lines); break;
-    case 5: weighted_group(w, v, vd, n, 5, d, norm, out, next, lines); break;
-    default: weighted_group(w, v, vd, n, GROUP, d, norm, out, next, lines); break;
+    case 1: weighted_group(w, v, vd, n, 1, d, norm, out, next, lines, bf16); break;
+    case 2: weighted_group(w, v, vd, n, 2, d, norm, out, next, lines, bf16); break;
+    case 3: weighted_group(w, v, vd, n, 3, d, norm, out, next, lines, bf16); break;
+    case 4: weighted_group(w, v, vd, n, 4, d, norm, out, next, lines, bf16); break;
+    case 5: weighted_group(w, v, vd, n, 5, d, norm, out, next, lines, bf16); break;
+    default: weighted_group(w, v, vd, n, GROUP, d, norm, out, next, lines, bf16); break;
   }
 }
 
-/* Returns 0, or -1 if the scores' buffer could not be allocated. */
-int coa_attend_rows(const float *q, const float *keys, const float *values, float *out, const int64_t *ends,
+/* What every job reads: the arguments of `coa_attend_rows`. */
+typedef struct {
+  const float *q;
+  const void *keys, *values;
+  float *out;
+  const int64_t *ends;
+  int64_t rows, heads, t_count, d, key_row, key_head, value_row, value_head, value_dim;
+  float scale;
+} attention_args;
+
+/* One row and head (`job`): its queries' scores, softmax and weighted values, `scores` its buffer. */
+INLINE void attend_job(const attention_args *a, int64_t job, float *scores, const int bf16) {
+  const int shift = bf16 ? 1 : 2;
+  int64_t b = job / a->heads, h = job % a->heads, n = a->ends[b], t_count = a->t_count, d = a->d;
+  const char *k = (const char *)a->keys + ((b * a->key_row + h * a->key_head) << shift);
+  const char *v = (const char *)a->values + ((b * a->value_row + h * a->value_head) << shift);
+  float norm[GROUP];
+  scores_of(a->q + job * t_count * d, k, n, (int)t_count, (int)d, a->scale, scores, v, a->value_dim, bf16);
+  /* The next job's keys (this thread's next, when it runs alone), fetched during the values pass. */
+  int64_t after = job + 1 < a->rows * a->heads ? job + 1 : job;
+  const char *next = (const char *)a->keys + (((after / a->heads) * a->key_row + (after % a->heads) * a->key_head) << shift);
+  int64_t lines = after == job ? 0 : (a->ends[after / a->heads] * d << shift) / 64;
+  for (int64_t first = 0; first < t_count; first += GROUP) {
+    int group = (int)(t_count - first < GROUP ? t_count - first : GROUP);
+    for (int t = 0; t < group; t++) {
+      int64_t query = first + t;
+      norm[t] = softmax_of(scores + query * n, n - t_count + query + 1, n, bf16);
+    }
+    weighted_values(scores + first * n, v, a->value_dim, n, group, (int)d, norm, a->out + (job * t_count + first) * d,
+                    next, first == 0 ? lines : 0, bf16);
+  }
+}
+
+static void job_fp32(const attention_args *a, int64_t job, float *scores) { attend_job(a, job, scores, 0); }
+static void job_bf16(const attention_args *a, int64_t job, float *scores) { attend_job(a, job, scores, 1); }
+
+/* Returns 0, or -1 if the scores' buffer could not be allocated. `bf16`: 1 if keys and values are bf16
+ * (as uint16), 0 if fp32. Strides are in elements. */
+int coa_attend_rows(const float *q, const void *keys, const void *values, float *out, const int64_t *ends,
                     int64_t rows, int64_t heads, int64_t t_count, int64_t d, int64_t key_row, int64_t key_head,
-                    int64_t value_row, int64_t value_head, int64_t value_dim, float scale, int threads) {
+                    int64_t value_row, int64_t value_head, int64_t value_dim, float scale, int threads, int bf16) {
+  const attention_args a = {q, keys, values, out, ends, rows, heads, t_count, d,
+                            key_row, key_head, value_row, value_head, value_dim, scale};
+  void (*job_of)(const attention_args *, int64_t, float *) = bf16 ? job_bf16 : job_fp32;
   int64_t longest = 0;
   for (int64_t b = 0; b < rows; b++) longest = ends[b] > longest ? ends[b] : longest;
   if (rows * heads == 0) return 0;
@@ -140,28 +224,10 @@ int coa_attend_rows(const float *q, const float *keys, const float *values, floa
 #pragma omp parallel for num_threads(threads) schedule(dynamic) if (threads > 1)
   for (int64_t job = 0; job < rows * heads; job++) {
 #ifdef _OPENMP
-    float *scores = buffer + omp_get_thread_num() * t_count * longest;
+    job_of(&a, job, buffer + omp_get_thread_num() * t_count * longest);
 #else
-    float *scores = buffer;
+    job_of(&a, job, buffer);
 #endif
-    int64_t b = job / heads, h = job % heads, n = ends[b];
-    const float *k = keys + b * key_row + h * key_head;
-    const float *v = values + b * value_row + h * value_head;
-    float norm[GROUP];
-    scores_of(q + job * t_count * d, k, n, (int)t_count, (int)d, scale, scores, v, value_dim);
-    /* The next job's keys (this thread's next, when it runs alone), fetched during the values pass. */
-    int64_t after = job + 1 < rows * heads ? job + 1 : job;
-    const char *next = (const char *)(keys + (after / heads) * key_row + (after % heads) * key_head);
-    int64_t lines = after == job ? 0 : ends[after / heads] * d / 16;
-    for (int64_t first = 0; first < t_count; first += GROUP) {
-      int group = (int)(t_count - first < GROUP ? t_count - first : GROUP);
-      for (int t = 0; t < group; t++) {
-        int64_t query = first + t;
-        norm[t] = softmax_of(scores + query * n, n - t_count + query + 1, n);
-      }
-      weighted_values(scores + first * n, v, value_dim, n, group, (int)d, norm, out + (job * t_count + first) * d,
-                      next, first == 0 ? lines : 0);
-    }
   }
   free(buffer);
   return 0;

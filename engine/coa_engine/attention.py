@@ -1,8 +1,8 @@
 """A decode step's attention row by row: each row's new queries over exactly its own cached positions,
 as the operator `torch.ops.coa.attend_rows` that the TorchScript step (`model.decode_tokens`) calls.
 
-On a CPU in fp32 the operator runs the engine's one native kernel (attention.c), built with the
-machine's C compiler the first time it is needed. Why a kernel of our own: torch 1.13 (Debian's, the
+On a CPU, with an fp32 or a bf16 cache, the operator runs the engine's one native kernel (attention.c),
+built with the machine's C compiler the first time it is needed. Why a kernel of our own: torch 1.13 (Debian's, the
 engine's default) has no fused attention and runs a decode step's as one small GEMM per row and head
 plus an unvectorized exp; in the demo's evaluation that was most of a step (docs/engine.md, "Fused
 decode attention"). Where the kernel cannot be built (no C compiler, no AVX2/FMA, another
@@ -96,17 +96,17 @@ def attention_kernel() -> ctypes.CDLL | None:
     _not_used = None
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.coa_attend_rows.restype = ctypes.c_int
-    lib.coa_attend_rows.argtypes = [ptr, ptr, ptr, ptr, ptr, *[i64] * 9, ctypes.c_float, ctypes.c_int]
+    lib.coa_attend_rows.argtypes = [ptr, ptr, ptr, ptr, ptr, *[i64] * 9, ctypes.c_float, ctypes.c_int, ctypes.c_int]
     return lib
 
 
 def state() -> dict:
-    """For /info: whether fp32 decoding on a CPU runs the fused kernel, and if not, why. Asks nothing of
-    the compiler: an engine that never decoded in fp32 on a CPU reports the kernel as not loaded."""
+    """For /info: whether decoding on a CPU runs the fused kernel, and if not, why. Asks nothing of the
+    compiler: an engine that has not decoded on a CPU reports the kernel as not loaded."""
     loaded = attention_kernel.cache_info().currsize > 0
     if loaded and attention_kernel() is not None:
         return {"fused": True}
-    return {"fused": False, "reason": _not_used if loaded else "not loaded (no fp32 decoding on a CPU yet)"}
+    return {"fused": False, "reason": _not_used if loaded else "not loaded (no decoding on a CPU yet)"}
 
 
 def attend_rows_torch(
@@ -125,8 +125,9 @@ def attend_rows_torch(
     causal = torch.full((t, t), float("-inf"), dtype=q.dtype, device=q.device).triu(1)
     out: List[torch.Tensor] = []
     for r, end in enumerate(ends):
-        scores = torch.matmul(q[r], keys[r, :, :end].transpose(1, 2)) * scale  # [H, T, end]
-        scores[:, :, end - t :] += causal
+        bias = torch.cat([torch.zeros(t, end - t, dtype=q.dtype, device=q.device), causal], dim=1)
+        # Scaled inside the product, as the trainer's `_attend` (in bf16 the scores round once).
+        scores = torch.baddbmm(bias, q[r], keys[r, :, :end].transpose(1, 2), alpha=scale)  # [H, T, end]
         out.append(torch.matmul(torch.softmax(scores, dim=-1), values[r, :, :, :end].transpose(1, 2)))
     return torch.stack(out)
 
@@ -137,26 +138,27 @@ def attend_rows_fused(
     """`attend_rows_torch` by the kernel (`usable` says when it applies)."""
     lib = attention_kernel()
     b, h, t, d = q.shape
-    q = q.contiguous()
-    out = torch.empty_like(q)
+    queries = q.float().contiguous()  # exact for bf16 queries; the kernel computes in fp32
+    out = torch.empty_like(queries)
     lengths = torch.tensor(ends, dtype=torch.int64)
     status = lib.coa_attend_rows(
-        q.data_ptr(), keys.data_ptr(), values.data_ptr(), out.data_ptr(), lengths.data_ptr(),
+        queries.data_ptr(), keys.data_ptr(), values.data_ptr(), out.data_ptr(), lengths.data_ptr(),
         b, h, t, d, keys.stride(0), keys.stride(1), values.stride(0), values.stride(1), values.stride(2),
-        scale, torch.get_num_threads(),
+        scale, torch.get_num_threads(), int(keys.dtype == torch.bfloat16),
     )  # fmt: skip
     if status != 0:
         raise MemoryError("the fused attention could not allocate its scores")
-    return out
+    return out.to(q.dtype)
 
 
 def usable(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> bool:
-    """Whether the kernel takes these tensors: built, fp32 on the CPU, the layouts it reads, and a head
-    width of whole AVX2 vectors."""
+    """Whether the kernel takes these tensors: built, all fp32 or all bf16 on the CPU, the layouts it
+    reads, and a head width of whole AVX2 vectors."""
     return (
         attention_kernel() is not None
         and q.device.type == "cpu"
-        and q.dtype == keys.dtype == values.dtype == torch.float32
+        and q.dtype == keys.dtype == values.dtype
+        and q.dtype in (torch.float32, torch.bfloat16)
         and q.shape[-1] % 8 == 0
         and keys.stride(3) == 1
         and keys.stride(2) == q.shape[-1]

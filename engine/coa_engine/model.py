@@ -92,7 +92,7 @@ EXTEND_BLOCK = 64
 # at the longest row's width for every row, which in an evaluation was twice what the rows held
 # (docs/engine.md). Row by row in torch ops costs a few small ops per row and layer, so with rows of
 # nearly one length the batched path stays faster. With the kernel every fp32 step on a CPU goes row
-# by row.
+# by row, and so does every bf16 step over a bf16 cache.
 ROW_ATTENTION_FILL = 0.85
 
 
@@ -523,11 +523,13 @@ class Transformer(nn.Module):
         # positions not yet written (exactly zero weight after the softmax).
         width = cache.positions if w.dtype != torch.float32 and cache.positions <= 2 * span else span
         ends: Optional[List[int]] = None
-        if w.dtype == torch.float32 and ids.device.type == "cpu":
-            # Row by row (`attention`): with the fused kernel always; in torch ops only for a
-            # speculative step of rows that leave enough of the span unread.
-            fused = attention.attention_kernel() is not None
-            if fused or (t > 1 and b > 1):
+        fp32 = w.dtype == torch.float32
+        if ids.device.type == "cpu" and (fp32 or w.dtype == torch.bfloat16):
+            # Row by row (`attention`): with the fused kernel always (fp32, or bf16 over a bf16 cache:
+            # the engine's); in torch ops only for an fp32 speculative step of rows that leave enough of
+            # the span unread.
+            fused = attention.attention_kernel() is not None and cache.keys[0].dtype == w.dtype
+            if fused or (fp32 and t > 1 and b > 1):
                 row_ends = (pos + t).tolist()
                 if fused or sum(row_ends) <= ROW_ATTENTION_FILL * b * span:
                     ends = row_ends

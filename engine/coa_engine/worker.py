@@ -202,7 +202,7 @@ class Worker:
         """Once per engine, on its first model's own projections (a later load keeps the choice)."""
         if self.dtype is None:
             self.dtype, self.dtype_gflops = choose_dtype(self.requested_dtype, self.device, config.projection_shapes())
-            if self.device == "cpu" and self.dtype == "fp32":
+            if self.device == "cpu":
                 attention.attention_kernel()  # built now (about a second, once per machine), not in a first request
 
     def _load(self, folder: str, max_seq_len: int | None = None) -> None:

@@ -102,10 +102,11 @@ class GreedyMatchesFullForwardTest(unittest.TestCase):
             self.assertEqual(model.decode_weights().output.dtype, torch.bfloat16)
             full = model(torch.tensor([prompt + [95]]))[0, -1].float()
         torch.testing.assert_close(stepped[0], full, atol=2e-2, rtol=2e-2)
-        # A bf16 cache holds exactly what autocast would cast an fp32 cache to: identical logits.
+        # A bf16 cache holds exactly what autocast would cast an fp32 cache to: identical logits in torch
+        # ops (over a bf16 cache the fused kernel attends, `test_bf16_rows_attend_by_the_kernel`).
         outs = []
         for cache_dtype in (torch.float32, torch.bfloat16):
-            with torch.no_grad(), autocast("bf16"):
+            with torch.no_grad(), autocast("bf16"), mock.patch.object(attention, "attention_kernel", lambda: None):
                 cache = KVCache.empty(model.config, 2, 32, cache_dtype)
                 model(torch.tensor([prompt, prompt[:5] + [0] * 8]), cache, torch.tensor([13, 5]))
                 outs.append(torch.stack([model.decode(torch.tensor([95, 96]), cache).float() for _ in range(3)]))
@@ -224,38 +225,44 @@ class DecodeMaskTest(unittest.TestCase):
     def test_row_by_row_attention_matches_the_batched_one(self):
         """A speculative step over rows of unequal lengths attends row by row over exactly each row's
         positions (`torch.ops.coa.attend_rows`), the batched step over the longest row's width with the
-        rest masked: the same logits to the last bits of fp32 sums, whatever lies past each row's
-        length. In torch ops the rows' fill decides (`ROW_ATTENTION_FILL`); with the fused kernel
-        every fp32 step on a CPU goes row by row."""
+        rest masked: the same logits, whatever lies past each row's length, to the last bits of fp32
+        sums, and in bf16 to a few of bf16's steps (the two sum in other orders before they round). In
+        torch ops fp32 rows' fill decides (`ROW_ATTENTION_FILL`) and bf16 steps stay batched; with the
+        fused kernel every step on a CPU goes row by row, fp32 or bf16."""
         model = micro_model(seed=9)
         prompts = [[1, *range(60, 60 + n)] for n in (3, 40, 11, 25)]
         drafts = torch.tensor([[95, 96, 97], [98, 99, 100], [101, 102, 103], [104, 105, 106]])
-        taken, step = [], model_module.decode_step()
+        step = model_module.decode_step()
         kernel = attention.attention_kernel()
+        for dtype in ("fp32", "bf16"):
+            taken, outs = [], []
 
-        def spy(*args):
-            taken.append(args[-1])  # `ends`: None for the batched path
-            return step(*args)
+            def spy(*args):
+                taken.append(args[-1])  # `ends`: None for the batched path
+                return step(*args)
 
-        runs = [(0.0, None), (1.0, None)] + ([(0.0, kernel)] if kernel is not None else [])
-        outs = []
-        for fill, loaded in runs:
-            with torch.no_grad(), mock.patch.object(model_module, "ROW_ATTENTION_FILL", fill):
-                with mock.patch.object(model_module, "decode_step", lambda: spy), mock.patch.object(
-                    attention, "attention_kernel", lambda loaded=loaded: loaded
-                ):
-                    decoder = CachedDecoder(model, "fp32")
-                    cache, _ = decoder.prefill(prompts, 64)
-                    for layer in range(model.config.n_layers):  # garbage past each row's length
-                        for i, p in enumerate(prompts):
-                            cache.keys[layer][i, :, len(p) :] = 1e4
-                            cache.values[layer][i, ..., len(p) :] = 1e4
-                    outs.append(torch.stack([decoder.decode(cache, drafts + 10 * s) for s in range(3)]))
-        ends = [[len(p) + 3 * s + 3 for p in prompts] for s in range(3)]
-        self.assertEqual(taken, [None] * 3 + ends * (len(runs) - 1))
-        for out in outs[1:]:
-            self.assertTrue(torch.isfinite(out).all())
-            torch.testing.assert_close(out, outs[0], rtol=0, atol=1e-4)
+            runs = ([(0.0, None), (1.0, None)] if dtype == "fp32" else [(0.0, None)]) + (
+                [(0.0, kernel)] if kernel is not None else []
+            )
+            for fill, loaded in runs:
+                with torch.no_grad(), mock.patch.object(model_module, "ROW_ATTENTION_FILL", fill):
+                    with mock.patch.object(model_module, "decode_step", lambda: spy), mock.patch.object(
+                        attention, "attention_kernel", lambda loaded=loaded: loaded
+                    ):
+                        decoder = CachedDecoder(model, dtype)
+                        cache, _ = decoder.prefill(prompts, 64)
+                        for layer in range(model.config.n_layers):  # garbage past each row's length
+                            for i, p in enumerate(prompts):
+                                cache.keys[layer][i, :, len(p) :] = 1e4
+                                cache.values[layer][i, ..., len(p) :] = 1e4
+                        outs.append(torch.stack([decoder.decode(cache, drafts + 10 * s).float() for s in range(3)]))
+            ends = [[len(p) + 3 * s + 3 for p in prompts] for s in range(3)]
+            with self.subTest(dtype=dtype):
+                self.assertEqual(taken, [None] * 3 + ends * (len(runs) - 1))
+                for out in outs[1:]:
+                    self.assertTrue(torch.isfinite(out).all())
+                    atol = 1e-4 if dtype == "fp32" else 2**-5 * outs[0].abs().max().item()
+                    torch.testing.assert_close(out, outs[0], rtol=0, atol=atol)
 
 
 class FinishedRowsTest(unittest.TestCase):
