@@ -183,14 +183,17 @@ class KernelBuildTest(unittest.TestCase):
                     attention.build()
             self.assertIn("error", getattr(raised.exception, "stderr", "") or str(raised.exception))
 
-    def test_an_fp32_cpu_engine_loads_it_at_start_and_reports_it(self):
+    def test_a_cpu_engine_loads_it_at_start_and_reports_it(self):
         from coa_engine.worker import Worker
 
-        worker = Worker(preset="micro", device="cpu", dtype="fp32")
-        try:
-            self.assertEqual(worker.info()["decode_attention"]["fused"], kernel_expected())
-        finally:
-            worker.sampler.close()
+        for dtype in ("fp32", "bf16"):
+            attention.attention_kernel.cache_clear()
+            worker = Worker(preset="micro", device="cpu", dtype=dtype)
+            try:
+                with self.subTest(dtype=dtype):
+                    self.assertEqual(worker.info()["decode_attention"]["fused"], kernel_expected())
+            finally:
+                worker.sampler.close()
 
     def test_disabled_by_the_environment(self):
         attention.attention_kernel.cache_clear()
