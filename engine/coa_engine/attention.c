@@ -8,10 +8,11 @@
  * queries against its keys, a softmax that never reads the positions a query may not see, and the
  * values weighted by it, all in registers and the core's caches.
  *
- * Layouts (model.py's KVCache): queries [B, H, T, D] contiguous fp32; keys [rows, H, positions, D] and
- * values [rows, H, D, positions] (positions last), both fp32 or both bf16, each with its own row and
- * head strides; out [B, H, T, D] fp32. Row b's T queries are its last T positions (ends[b] - T ...):
- * query t sees the first ends[b] - T + t + 1.
+ * Layouts: queries [N, H, D] fp32, the new positions of every row in turn (row b's counts[b] of them,
+ * its last: query t sees its first ends[b] - counts[b] + t + 1 positions), with their own position and
+ * head strides; keys [rows, H, positions, D] and values [rows, H, D, positions] (model.py's KVCache:
+ * positions last), both fp32 or both bf16, each with its own row and head strides; out [N, H, D] fp32,
+ * contiguous. Rows may feed different numbers of new positions (a speculative step's drafts).
  *
  * With a bf16 cache (a bf16 engine: a CPU with AMX or AVX-512 BF16) the arithmetic is that of torch's
  * bf16 attention, the trainer's (model.py's `_attend`): products summed in fp32, the scaled scores
@@ -76,13 +77,14 @@ INLINE float sum8(__m256 a) {
   return _mm_cvtss_f32(s);
 }
 
-/* scores[t * n + p] = scale * q[t] . k[p] for p < n (rounded to bf16 with a bf16 cache). d: a multiple
+/* scores[t * n + p] = scale * q[t] . k[p] for p < n (rounded to bf16 with a bf16 cache), query t at q +
+ * t * qs. d: a multiple
  * of 8. Meanwhile the values v (d rows of n, vd apart) are fetched into the core's L2 in the order
  * `weighted_group` reads them: read from memory there, each of its d rows is a short stream of its own
  * that the hardware prefetcher starts late (a `micro` layer of 25 rows, its data in L3: 3.6 ms without
  * this, 2.3 ms with it). */
-INLINE void scores_of(const float *q, const void *k, int64_t n, int t_count, int d, float scale, float *scores,
-                      const void *v, int64_t vd, const int bf16) {
+INLINE void scores_of(const float *q, int64_t qs, const void *k, int64_t n, int t_count, int d, float scale,
+                      float *scores, const void *v, int64_t vd, const int bf16) {
   const int shift = bf16 ? 1 : 2, per_line = 64 >> shift; /* bytes per element: 1 << shift */
   const __m256 scale8 = _mm256_set1_ps(scale);
   int64_t p = 0;
@@ -90,7 +92,7 @@ INLINE void scores_of(const float *q, const void *k, int64_t n, int t_count, int
     if (p % per_line == 0)
       for (int j = 0; j < d; j++) _mm_prefetch((const char *)v + ((j * vd + p) << shift), _MM_HINT_T1);
     for (int t = 0; t < t_count; t++) {
-      const float *qt = q + (int64_t)t * d;
+      const float *qt = q + t * qs;
       __m256 a[8];
       for (int j = 0; j < 8; j++) a[j] = _mm256_setzero_ps();
       for (int c = 0; c < d; c += 8) {
@@ -104,7 +106,7 @@ INLINE void scores_of(const float *q, const void *k, int64_t n, int t_count, int
   for (; p < n; p++) {
     for (int t = 0; t < t_count; t++) {
       __m256 a = _mm256_setzero_ps();
-      for (int c = 0; c < d; c += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + (int64_t)t * d + c), load8(k, p * d + c, bf16), a);
+      for (int c = 0; c < d; c += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + t * qs + c), load8(k, p * d + c, bf16), a);
       float s = sum8(a) * scale;
       scores[t * n + p] = bf16 ? round1_bf16(s) : s;
     }
@@ -132,11 +134,12 @@ INLINE float softmax_of(float *s, int64_t seen, int64_t n, const int bf16) {
   return 1.0f;
 }
 
-/* out[t * d + j] = norm[t] * sum_p w[t * n + p] * v[j * vd + p] for T (1..GROUP) queries, T a constant
+/* out[t * os + j] = norm[t] * sum_p w[t * n + p] * v[j * vd + p] for T (1..GROUP) queries, T a constant
  * at each call (`weighted_values`), so that the accumulators stay in registers. Meanwhile one cache line
  * of `next` (the next job's keys, `lines` long) is fetched into L2 per 16 positions. */
 INLINE void weighted_group(const float *w, const void *v, int64_t vd, int64_t n, const int T, int d,
-                           const float *norm, float *out, const char *next, int64_t lines, const int bf16) {
+                           const float *norm, float *out, int64_t os, const char *next, int64_t lines,
+                           const int bf16) {
   int64_t line = 0;
   for (int j = 0; j < d; j++) {
     const int64_t row = j * vd;
@@ -154,41 +157,45 @@ INLINE void weighted_group(const float *w, const void *v, int64_t vd, int64_t n,
     for (int t = 0; t < T; t++) {
       float sum = sum8(_mm256_add_ps(a0[t], a1[t]));
       for (int64_t r = p; r < n; r++) sum += w[t * n + r] * load1(v, row + r, bf16);
-      out[t * d + j] = sum * norm[t];
+      out[t * os + j] = sum * norm[t];
     }
   }
 }
 
 INLINE void weighted_values(const float *w, const void *v, int64_t vd, int64_t n, int t_count, int d,
-                            const float *norm, float *out, const char *next, int64_t lines, const int bf16) {
+                            const float *norm, float *out, int64_t os, const char *next, int64_t lines,
+                            const int bf16) {
   switch (t_count) {
-    case 1: weighted_group(w, v, vd, n, 1, d, norm, out, next, lines, bf16); break;
-    case 2: weighted_group(w, v, vd, n, 2, d, norm, out, next, lines, bf16); break;
-    case 3: weighted_group(w, v, vd, n, 3, d, norm, out, next, lines, bf16); break;
-    case 4: weighted_group(w, v, vd, n, 4, d, norm, out, next, lines, bf16); break;
-    case 5: weighted_group(w, v, vd, n, 5, d, norm, out, next, lines, bf16); break;
-    default: weighted_group(w, v, vd, n, GROUP, d, norm, out, next, lines, bf16); break;
+    case 1: weighted_group(w, v, vd, n, 1, d, norm, out, os, next, lines, bf16); break;
+    case 2: weighted_group(w, v, vd, n, 2, d, norm, out, os, next, lines, bf16); break;
+    case 3: weighted_group(w, v, vd, n, 3, d, norm, out, os, next, lines, bf16); break;
+    case 4: weighted_group(w, v, vd, n, 4, d, norm, out, os, next, lines, bf16); break;
+    case 5: weighted_group(w, v, vd, n, 5, d, norm, out, os, next, lines, bf16); break;
+    default: weighted_group(w, v, vd, n, GROUP, d, norm, out, os, next, lines, bf16); break;
   }
 }
 
-/* What every job reads: the arguments of `coa_attend_rows`. */
+/* What every job reads: the arguments of `coa_attend_rows`, and where each row's queries start. */
 typedef struct {
   const float *q;
   const void *keys, *values;
   float *out;
-  const int64_t *ends;
-  int64_t rows, heads, t_count, d, key_row, key_head, value_row, value_head, value_dim;
+  const int64_t *ends, *counts, *firsts;
+  int64_t rows, heads, d, q_position, q_head, key_row, key_head, value_row, value_head, value_dim;
   float scale;
 } attention_args;
 
 /* One row and head (`job`): its queries' scores, softmax and weighted values, `scores` its buffer. */
 INLINE void attend_job(const attention_args *a, int64_t job, float *scores, const int bf16) {
   const int shift = bf16 ? 1 : 2;
-  int64_t b = job / a->heads, h = job % a->heads, n = a->ends[b], t_count = a->t_count, d = a->d;
+  int64_t b = job / a->heads, h = job % a->heads, n = a->ends[b], t_count = a->counts[b], d = a->d;
   const char *k = (const char *)a->keys + ((b * a->key_row + h * a->key_head) << shift);
   const char *v = (const char *)a->values + ((b * a->value_row + h * a->value_head) << shift);
+  const float *q = a->q + a->firsts[b] * a->q_position + h * a->q_head;
+  float *out = a->out + (a->firsts[b] * a->heads + h) * d;
+  const int64_t out_stride = a->heads * d;
   float norm[GROUP];
-  scores_of(a->q + job * t_count * d, k, n, (int)t_count, (int)d, a->scale, scores, v, a->value_dim, bf16);
+  scores_of(q, a->q_position, k, n, (int)t_count, (int)d, a->scale, scores, v, a->value_dim, bf16);
   /* The next job's keys (this thread's next, when it runs alone), fetched during the values pass. */
   int64_t after = job + 1 < a->rows * a->heads ? job + 1 : job;
   const char *next = (const char *)a->keys + (((after / a->heads) * a->key_row + (after % a->heads) * a->key_head) << shift);
@@ -199,7 +206,7 @@ INLINE void attend_job(const attention_args *a, int64_t job, float *scores, cons
       int64_t query = first + t;
       norm[t] = softmax_of(scores + query * n, n - t_count + query + 1, n, bf16);
     }
-    weighted_values(scores + first * n, v, a->value_dim, n, group, (int)d, norm, a->out + (job * t_count + first) * d,
+    weighted_values(scores + first * n, v, a->value_dim, n, group, (int)d, norm, out + first * out_stride, out_stride,
                     next, first == 0 ? lines : 0, bf16);
   }
 }
@@ -207,28 +214,39 @@ INLINE void attend_job(const attention_args *a, int64_t job, float *scores, cons
 static void job_fp32(const attention_args *a, int64_t job, float *scores) { attend_job(a, job, scores, 0); }
 static void job_bf16(const attention_args *a, int64_t job, float *scores) { attend_job(a, job, scores, 1); }
 
-/* Returns 0, or -1 if the scores' buffer could not be allocated. `bf16`: 1 if keys and values are bf16
- * (as uint16), 0 if fp32. Strides are in elements. */
+/* Returns 0, or -1 if a buffer could not be allocated. `counts[b]` >= 1 new queries for row b, `ends[b]`
+ * >= counts[b] its positions; `bf16`: 1 if keys and values are bf16 (as uint16), 0 if fp32. Strides are
+ * in elements. */
 int coa_attend_rows(const float *q, const void *keys, const void *values, float *out, const int64_t *ends,
-                    int64_t rows, int64_t heads, int64_t t_count, int64_t d, int64_t key_row, int64_t key_head,
-                    int64_t value_row, int64_t value_head, int64_t value_dim, float scale, int threads, int bf16) {
-  const attention_args a = {q, keys, values, out, ends, rows, heads, t_count, d,
-                            key_row, key_head, value_row, value_head, value_dim, scale};
-  void (*job_of)(const attention_args *, int64_t, float *) = bf16 ? job_bf16 : job_fp32;
-  int64_t longest = 0;
-  for (int64_t b = 0; b < rows; b++) longest = ends[b] > longest ? ends[b] : longest;
+                    const int64_t *counts, int64_t rows, int64_t heads, int64_t d, int64_t q_position, int64_t q_head,
+                    int64_t key_row, int64_t key_head, int64_t value_row, int64_t value_head, int64_t value_dim,
+                    float scale, int threads, int bf16) {
   if (rows * heads == 0) return 0;
   if (threads < 1) threads = 1;
-  float *buffer = malloc(sizeof(float) * (size_t)(threads * t_count * longest));
-  if (!buffer) return -1;
+  int64_t longest = 0, most = 0, *firsts = malloc(sizeof(int64_t) * (size_t)rows);
+  if (!firsts) return -1;
+  for (int64_t b = 0, first = 0; b < rows; first += counts[b++]) {
+    firsts[b] = first;
+    longest = ends[b] > longest ? ends[b] : longest;
+    most = counts[b] > most ? counts[b] : most;
+  }
+  const attention_args a = {q, keys, values, out, ends, counts, firsts, rows, heads, d, q_position, q_head,
+                            key_row, key_head, value_row, value_head, value_dim, scale};
+  void (*job_of)(const attention_args *, int64_t, float *) = bf16 ? job_bf16 : job_fp32;
+  float *buffer = malloc(sizeof(float) * (size_t)(threads * most * longest));
+  if (!buffer) {
+    free(firsts);
+    return -1;
+  }
 #pragma omp parallel for num_threads(threads) schedule(dynamic) if (threads > 1)
   for (int64_t job = 0; job < rows * heads; job++) {
 #ifdef _OPENMP
-    job_of(&a, job, buffer + omp_get_thread_num() * t_count * longest);
+    job_of(&a, job, buffer + omp_get_thread_num() * most * longest);
 #else
     job_of(&a, job, buffer);
 #endif
   }
   free(buffer);
+  free(firsts);
   return 0;
 }

@@ -96,7 +96,7 @@ def attention_kernel() -> ctypes.CDLL | None:
     _not_used = None
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.coa_attend_rows.restype = ctypes.c_int
-    lib.coa_attend_rows.argtypes = [ptr, ptr, ptr, ptr, ptr, *[i64] * 9, ctypes.c_float, ctypes.c_int, ctypes.c_int]
+    lib.coa_attend_rows.argtypes = [ptr, ptr, ptr, ptr, ptr, ptr, *[i64] * 10, ctypes.c_float, ctypes.c_int, ctypes.c_int]
     return lib
 
 
@@ -110,44 +110,50 @@ def state() -> dict:
 
 
 def attend_rows_torch(
-    q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, ends: List[int], scale: float
+    q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, ends: List[int], counts: List[int], scale: float
 ) -> torch.Tensor:
-    """Attention of each row's new queries q [B, H, T, D] over exactly its first `ends[b]` positions
-    of the cache (keys [B, H, positions, D], values [B, H, D, positions]; the last T are the queries'
-    own, causal among themselves), -> [B, H, T, D], in torch ops.
+    """Attention of each row's new queries over exactly its first `ends[b]` positions of the cache, in
+    torch ops. q [N, H, D]: the new positions of row 0, then row 1, ... (`counts[b]` of them, the last
+    of its `ends[b]`, causal among themselves); keys [B, H, positions, D], values [B, H, D, positions];
+    -> [N, H, D].
 
     The batched path of `model.decode_tokens` reads every row at the longest row's width and runs the
     softmax over it (masked); here a row reads only its own. In fp32 on a CPU the matmuls are the same
     small GEMMs per row and head either way (torch 1.13 loops over the batch), so what is saved is the
     reading and the softmax: `micro`, 25 rows of 300-1,040 positions (69% of the span), 5 ids each,
     one thread, a step took 21.3 ms against 24.9 batched (docs/engine.md)."""
-    t = q.shape[2]
-    causal = torch.full((t, t), float("-inf"), dtype=q.dtype, device=q.device).triu(1)
     out: List[torch.Tensor] = []
+    first = 0
     for r, end in enumerate(ends):
+        t = counts[r]
+        causal = torch.full((t, t), float("-inf"), dtype=q.dtype, device=q.device).triu(1)
         bias = torch.cat([torch.zeros(t, end - t, dtype=q.dtype, device=q.device), causal], dim=1)
         # Scaled inside the product, as the trainer's `_attend` (in bf16 the scores round once).
-        scores = torch.baddbmm(bias, q[r], keys[r, :, :end].transpose(1, 2), alpha=scale)  # [H, T, end]
-        out.append(torch.matmul(torch.softmax(scores, dim=-1), values[r, :, :, :end].transpose(1, 2)))
-    return torch.stack(out)
+        queries = q[first : first + t].transpose(0, 1)  # [H, t, D]
+        scores = torch.baddbmm(bias, queries, keys[r, :, :end].transpose(1, 2), alpha=scale)  # [H, t, end]
+        y = torch.matmul(torch.softmax(scores, dim=-1), values[r, :, :, :end].transpose(1, 2))
+        out.append(y.transpose(0, 1))
+        first += t
+    return torch.cat(out)
 
 
 def attend_rows_fused(
-    q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, ends: List[int], scale: float
+    q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, ends: List[int], counts: List[int], scale: float
 ) -> torch.Tensor:
     """`attend_rows_torch` by the kernel (`usable` says when it applies)."""
     lib = attention_kernel()
-    b, h, t, d = q.shape
-    queries = q.float().contiguous()  # exact for bf16 queries; the kernel computes in fp32
-    out = torch.empty_like(queries)
-    lengths = torch.tensor(ends, dtype=torch.int64)
+    n, h, d = q.shape
+    queries = q.float()  # exact for bf16 queries; the kernel computes in fp32 (an fp32 q is not copied)
+    out = torch.empty((n, h, d), dtype=torch.float32)
+    lengths, fed = torch.tensor(ends, dtype=torch.int64), torch.tensor(counts, dtype=torch.int64)
     status = lib.coa_attend_rows(
-        queries.data_ptr(), keys.data_ptr(), values.data_ptr(), out.data_ptr(), lengths.data_ptr(),
-        b, h, t, d, keys.stride(0), keys.stride(1), values.stride(0), values.stride(1), values.stride(2),
-        scale, torch.get_num_threads(), int(keys.dtype == torch.bfloat16),
+        queries.data_ptr(), keys.data_ptr(), values.data_ptr(), out.data_ptr(), lengths.data_ptr(), fed.data_ptr(),
+        len(ends), h, d, queries.stride(0), queries.stride(1), keys.stride(0), keys.stride(1),
+        values.stride(0), values.stride(1), values.stride(2), scale, torch.get_num_threads(),
+        int(keys.dtype == torch.bfloat16),
     )  # fmt: skip
     if status != 0:
-        raise MemoryError("the fused attention could not allocate its scores")
+        raise MemoryError("the fused attention could not allocate its buffers")
     return out.to(q.dtype)
 
 
@@ -160,6 +166,7 @@ def usable(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> bool:
         and q.dtype == keys.dtype == values.dtype
         and q.dtype in (torch.float32, torch.bfloat16)
         and q.shape[-1] % 8 == 0
+        and q.stride(2) == 1
         and keys.stride(3) == 1
         and keys.stride(2) == q.shape[-1]
         and values.stride(3) == 1
@@ -167,16 +174,24 @@ def usable(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> bool:
 
 
 def attend_rows(
-    q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, ends: List[int], scale: float
+    q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, ends: List[int], counts: List[int], scale: float
 ) -> torch.Tensor:
-    """The operator's implementation: the kernel where it applies, else torch ops. Ends outside the
-    cache's positions would make the kernel read past it: refused, whichever runs."""
-    rows, t, positions = q.shape[0], q.shape[2], min(keys.shape[2], values.shape[3])
-    if len(ends) != rows or (ends and (min(ends) < t or max(ends) > positions)):
-        raise ValueError(f"attend_rows: ends {ends} for {rows} rows of {t} queries in {positions} positions")
+    """The operator's implementation: the kernel where it applies, else torch ops. Queries that are not
+    the rows' counts, or ends outside the cache's positions, would make the kernel read past its
+    inputs: refused, whichever runs."""
+    positions = min(keys.shape[2], values.shape[3])
+    if (
+        len(ends) != len(counts)
+        or len(ends) > min(keys.shape[0], values.shape[0])
+        or sum(counts) != q.shape[0]
+        or any(c < 1 or end < c or end > positions for end, c in zip(ends, counts))
+    ):
+        raise ValueError(
+            f"attend_rows: ends {ends} and counts {counts} for {q.shape[0]} queries in {positions} positions"
+        )
     if usable(q, keys, values):
-        return attend_rows_fused(q, keys, values, ends, scale)
-    return attend_rows_scripted()(q, keys, values, ends, scale)
+        return attend_rows_fused(q, keys, values, ends, counts, scale)
+    return attend_rows_scripted()(q, keys, values, ends, counts, scale)
 
 
 @functools.lru_cache(maxsize=None)
@@ -193,5 +208,5 @@ def attend_rows_scripted():
 # An operator rather than a Python call so that the TorchScript step can call it (torch.library, torch
 # >= 1.13); its implementation runs in Python, and the kernel in C without the GIL (ctypes).
 _library = torch.library.Library("coa", "DEF")
-_library.define("attend_rows(Tensor q, Tensor keys, Tensor values, int[] ends, float scale) -> Tensor")
+_library.define("attend_rows(Tensor q, Tensor keys, Tensor values, int[] ends, int[] counts, float scale) -> Tensor")
 _library.impl("attend_rows", attend_rows, "CPU")

@@ -494,12 +494,21 @@ class Transformer(nn.Module):
         cache.lens = torch.full((ids.shape[0],), start + t, dtype=torch.long, device=ids.device)
         return self.logits(x[:, t - 1] if last else x[:, :t])
 
-    def decode(self, ids: torch.Tensor, cache: KVCache, weights: DecodeWeights | None = None) -> torch.Tensor:
+    def decode(
+        self,
+        ids: torch.Tensor,
+        cache: KVCache,
+        weights: DecodeWeights | None = None,
+        counts: List[int] | None = None,
+    ) -> torch.Tensor:
         """Logits [B, V] for one new token per row (ids: [B]), each at position `cache.lens[b]`; or, for
         ids [B, T], logits [B, T, V] for T consecutive new tokens per row at `cache.lens[b]` onwards
         (a speculative step checks a drafted continuation this way: `Sampler`). Every row's `lens`
         advances by T; a caller that keeps fewer sets `lens` back (the rest is overwritten later).
-        `weights`: `decode_weights()` taken since the last change of the weights (default: checked now).
+        With `counts`, row b feeds only its first counts[b] ids of the T (drafts of other lengths; the
+        rest is padding): logits [sum(counts), V] of those positions, row after row, and `lens`
+        advances by `counts`. `weights`: `decode_weights()` taken since the last change of the
+        weights (default: checked now).
 
         The same arithmetic as `forward` (casts, rotation, masked softmax), arranged for a few tokens per
         row: 2-D activations, every projection a plain matmul against a transposed, contiguous copy of
@@ -508,15 +517,20 @@ class Transformer(nn.Module):
         all layers rather than per layer. The step itself is `decode_tokens`, compiled by TorchScript.
         """
         single = ids.dim() == 1
+        ids = ids.reshape(ids.shape[0], -1)
         pos = cache.lens
-        b, t = ids.shape[0], 1 if single else ids.shape[1]
+        b, t = ids.shape
+        fed = counts or [t] * b
+        if len(fed) != b or min(fed) < 1 or max(fed) > t:
+            raise ValueError(f"decode: counts {counts} for {b} rows of {t} ids")
         h = self.config.n_heads
         span = int(pos.max()) + t
         cache.reserve(span)
-        w = (weights or self.decode_weights()).for_rows(b * t)
+        ragged = max(fed) != min(fed)
         # All rows at one position (batch 1, n samples of one prompt): plain slices instead of
         # scattered writes.
-        uniform = span - t if b == 1 or bool((pos == pos[0]).all()) else None
+        uniform = span - t if not ragged and (b == 1 or bool((pos == pos[0]).all())) else None
+        w = weights or self.decode_weights()
         # Keys attended: the first `span` positions, a slice of the cache. In bf16 the attention
         # matmuls copy a slice to contiguous memory first (the whole span, per layer and step), so
         # while the allocation is at most twice the span they read all of it instead, masking the
@@ -526,22 +540,31 @@ class Transformer(nn.Module):
         fp32 = w.dtype == torch.float32
         if ids.device.type == "cpu" and (fp32 or w.dtype == torch.bfloat16):
             # Row by row (`attention`): with the fused kernel always (fp32, or bf16 over a bf16 cache:
-            # the engine's); in torch ops only for an fp32 speculative step of rows that leave enough of
-            # the span unread.
+            # the engine's), each row over its own positions and feeding only its own ids; in torch ops
+            # only for an fp32 speculative step of rows that leave enough of the span unread.
             fused = attention.attention_kernel() is not None and cache.keys[0].dtype == w.dtype
             if fused or (fp32 and t > 1 and b > 1):
-                row_ends = (pos + t).tolist()
+                row_ends = (pos + torch.tensor(fed, device=pos.device)).tolist()
                 if fused or sum(row_ends) <= ROW_ATTENTION_FILL * b * span:
                     ends = row_ends
+        # Ids each row feeds: its own with the kernel, all T (padding included) on the batched path.
+        rows_fed = fed if ends is not None else [t] * b
+        w = w.for_rows(sum(rows_fed))
         # `decode_tokens` casts every matmul's inputs as autocast would. Autocast stays off there: under it
         # TorchScript casts on its own (its one-row bf16 logits then differed from eager mode's).
         with autocast("off", ids.device.type):
             logits = decode_step()(
-                ids.reshape(b, t), pos, span, uniform, width, self.embed.weight, self.rope_cos, self.rope_sin,
+                ids, pos, rows_fed, span, uniform, width, self.embed.weight, self.rope_cos, self.rope_sin,
                 w.layers, w.norms, self.norm.eps, w.output, w.dtype, w.vector, cache.keys, cache.values, h, ends,
             )  # fmt: skip
-        cache.lens = pos + t
-        return logits if single else logits.view(b, t, -1)
+        if counts is None:
+            cache.lens = pos + t
+            return logits if single else logits.view(b, t, -1)
+        cache.lens = pos + torch.tensor(fed, dtype=pos.dtype, device=pos.device)
+        if ends is None and ragged:  # the batched path fed every row's T ids: keep the rows' own
+            keep = torch.arange(t, device=ids.device)[None] < torch.tensor(fed, device=ids.device)[:, None]
+            logits = logits[keep.reshape(-1)]
+        return logits
 
     def decode_weights(self) -> DecodeWeights:
         """The decode layout of the current weights, for the autocast dtype in effect. Rebuilt when the
@@ -581,6 +604,7 @@ def project(x: torch.Tensor, weight: torch.Tensor, dtype: torch.dtype, vector: b
 def decode_tokens(
     ids: torch.Tensor,
     pos: torch.Tensor,
+    counts: List[int],
     span: int,
     uniform: Optional[int],
     width: int,
@@ -599,59 +623,65 @@ def decode_tokens(
     ends: Optional[List[int]],
 ) -> torch.Tensor:
     """The step of `Transformer.decode` (see there) from the new ids [B, T] of rows whose first new
-    position is `pos` [B] to logits [B * T, V]: rotation, cache writes (slices at `uniform` when
-    every row is at one position, else scattered), attention over the first `width` positions of the
-    cache (those past a row's own masked) or, with `ends` (each row's positions after this step),
-    row by row over exactly each row's own (`torch.ops.coa.attend_rows`: the fused kernel, or torch
-    ops), and every matmul's inputs cast to `dtype` as autocast casts them.
+    position is `pos` [B], row b feeding its first `counts[b]` ids, to logits [sum(counts), V] of those
+    positions, row after row: rotation, cache writes (slices at `uniform` when every row is at one
+    position, else scattered), attention over the first `width` positions of the cache (those past a
+    row's own masked; every row feeds all T ids there) or, with `ends` (each row's positions after this
+    step), row by row over exactly each row's own (`torch.ops.coa.attend_rows`: the fused kernel, or
+    torch ops), and every matmul's inputs cast to `dtype` as autocast casts them.
 
     Written for TorchScript (`decode_step`): one call replaces the ~200 Python-dispatched ops of a
-    `tiny` step in eager mode, with the same kernels in the same order, so the same bits."""
+    `tiny` step in eager mode, with the same kernels in the same order, so the same bits. Positions
+    are flat ([N, ...], N = sum(counts)) so that rows may feed drafts of different lengths without
+    padding: in an evaluation 21% of the positions fed had been padding (docs/engine.md)."""
     b, t = ids.shape[0], ids.shape[1]
-    at = pos[:, None] + torch.arange(t, device=ids.device)  # [B, T]: each new token's position
-    cos, sin = rope_cos[at][:, None, None], rope_sin[at][:, None, None]  # [B, 1, 1, T, D/2]
-    rows = torch.arange(b, device=ids.device)[:, None]
+    fed = torch.tensor(counts, device=ids.device)
+    flat_ids = ids[torch.arange(t, device=ids.device)[None] < fed[:, None]] if min(counts) < t else ids.reshape(b * t)
+    n = flat_ids.shape[0]
+    rows = torch.repeat_interleave(torch.arange(b, device=ids.device), fed)  # [N]: each position's row
+    at = pos[rows] + torch.arange(n, device=ids.device) - (torch.cumsum(fed, 0) - fed)[rows]  # [N]: its position
+    cos, sin = rope_cos[at][:, None, None], rope_sin[at][:, None, None]  # [N, 1, 1, D/2]
     if ends is not None or (uniform is not None and width == span and t == 1):
         bias = torch.zeros((), dtype=dtype, device=ids.device)  # every row sees its whole prefix
     else:
-        future = torch.arange(width, device=ids.device)[None, None, :] > at[:, :, None]
+        future = torch.arange(width, device=ids.device)[None, None, :] > at.view(b, t)[:, :, None]
         bias = torch.zeros(b, t, width, dtype=dtype, device=ids.device).masked_fill(future, float("-inf"))
         bias = bias.repeat_interleave(heads, dim=0)
-    x = F.embedding(ids.reshape(b * t), embed)
+    x = F.embedding(flat_ids, embed)
     hd = x.shape[-1] // heads
     scale = 1.0 / math.sqrt(hd)
     for i in range(len(layers)):
         lw = layers[i]
-        # [B, 3, H, T, D]: queries, keys and values of every new token
-        qkv = project(rms_norm(x, norms[2 * i], eps), lw[0], dtype, vector).view(b, t, 3, heads, hd)
-        qkv = qkv.permute(0, 2, 3, 1, 4)
+        # [N, 3, H, D]: queries, keys and values of every new token
+        qkv = project(rms_norm(x, norms[2 * i], eps), lw[0], dtype, vector).view(n, 3, heads, hd)
         qk = rotate(qkv[:, :2], cos, sin)  # queries and keys in one rotation
-        q, k, v = qk[:, 0], qk[:, 1], qkv[:, 2]
+        q, k, v = qk[:, 0], qk[:, 1], qkv[:, 2]  # [N, H, D]
         cached_keys, cached_values = keys[i], values[i]  # values: positions last (KVCache)
         if uniform is not None:
-            cached_keys[:, :, uniform : uniform + t] = k
-            cached_values[..., uniform : uniform + t] = v.transpose(2, 3)
+            cached_keys[:, :, uniform : uniform + t] = k.view(b, t, heads, hd).transpose(1, 2)
+            cached_values[..., uniform : uniform + t] = v.view(b, t, heads, hd).permute(0, 2, 3, 1)
         else:
-            cached_keys[rows, :, at] = k.transpose(1, 2).to(cached_keys.dtype)
-            cached_values[rows, :, :, at] = v.transpose(1, 2).to(cached_values.dtype)
+            cached_keys[rows, :, at] = k.to(cached_keys.dtype)
+            cached_values[rows, :, :, at] = v.to(cached_values.dtype)
         # In the scores' dtype: torch's bf16 softmax computes in fp32 and rounds once, the bits of an
         # fp32 softmax cast back, without the two casts (as `Attention._attend` does). `dot_products`
         # (fp32 on a CPU without the fused kernel) only for one new id per row: with a draft's several
         # ids (a speculative step) each query makes its own products, and the batched matmul wins
         # (docs/engine.md).
         if ends is not None:
-            y = torch.ops.coa.attend_rows(q.to(dtype), cached_keys, cached_values, ends, scale)
+            y = torch.ops.coa.attend_rows(q.to(dtype), cached_keys, cached_values, ends, counts, scale)
         else:
             k = cached_keys[:, :, :width].to(dtype).reshape(b * heads, width, hd)
             vt = cached_values[..., :width].to(dtype).reshape(b * heads, hd, width)
-            qh = q.reshape(b * heads, t, hd).to(dtype)
+            qh = q.view(b, t, heads, hd).transpose(1, 2).reshape(b * heads, t, hd).to(dtype)
             if dtype == torch.float32 and ids.device.type == "cpu" and t == 1:
                 scores = dot_products(qh, k) * scale + bias
                 y = dot_products(torch.softmax(scores, dim=-1), vt)  # [B * H, T, D]
             else:
                 scores = torch.baddbmm(bias, qh, k.transpose(1, 2), alpha=scale)
                 y = torch.softmax(scores, dim=-1) @ vt.transpose(1, 2)  # [B * H, T, D]
-        x = x + project(y.view(b, heads, t, hd).transpose(1, 2).reshape(b * t, heads * hd), lw[1], dtype, vector)
+            y = y.view(b, heads, t, hd).transpose(1, 2)
+        x = x + project(y.reshape(n, heads * hd), lw[1], dtype, vector)
         gate, up = project(rms_norm(x, norms[2 * i + 1], eps), lw[2], dtype, vector).chunk(2, dim=-1)
         x = x + project(F.silu(gate) * up, lw[3], dtype, vector)
     return project(rms_norm(x, norms[-1], eps), output, dtype, vector)

@@ -19,8 +19,8 @@ the previous prompt, the completion, then a new observation) copies the longest 
 prefills only the rest. Entries are dropped whenever the weights change.
 
 Speculative decoding (`draft_tokens` > 0): after each step a row's next ids are drafted from earlier
-text (drafting.py), and the next step feeds the row's last id and its draft, T ids per row, in one
-decode call. The row then samples its positions in order, drawing its generator's numbers as it would
+text (drafting.py), and the next step feeds the row's last id and its draft in one decode call
+(rows whose drafts differ in length feed only their own ids where the decoder can: `counts`). The row then samples its positions in order, drawing its generator's numbers as it would
 one step at a time, and keeps them while they equal the draft; the first that differs ends its step.
 So a seeded or greedy row gets the ids it gets without drafts (up to last-bit differences of the
 multi-id arithmetic, as for batching), with the same logprobs, in fewer steps.
@@ -285,9 +285,11 @@ class CachedDecoder:
             self._weights = self.model.decode_weights()
         return cache, logits.float()
 
-    def decode(self, cache: KVCache, ids: torch.Tensor) -> torch.Tensor:
+    def decode(self, cache: KVCache, ids: torch.Tensor, counts: list[int] | None = None) -> torch.Tensor:
+        """Logits of the next ids: [B, V] for ids [B]; for ids [B, T] (drafts) with `counts`, row b's
+        first counts[b] ids, [sum(counts), V] row after row (`Transformer.decode`)."""
         with autocast(self.dtype, ids.device.type):
-            return self.model.decode(ids, cache, self._weights).float()
+            return self.model.decode(ids, cache, self._weights, counts).float()
 
     # The prefix cache works with this decoder (the Hugging Face one has no `extend`), and so does
     # speculative decoding (`decode` takes several ids per row).
@@ -314,17 +316,6 @@ class CachedDecoder:
             logits = self.model.extend(ids, cache, start, last=True)
             self._weights = self.model.decode_weights()
         return cache, logits.float()
-
-
-def join_logits(running: torch.Tensor, admitted: torch.Tensor) -> torch.Tensor:
-    """The running batch's logits ([B, V], or [B, T, V] after a step that fed drafts) with those of
-    rows just prefilled ([N, V]) after them; a prefilled row's single position is repeated to T (only
-    the first is read: it fed no draft)."""
-    if not running.numel():
-        return admitted
-    if running.dim() == 3:
-        admitted = admitted[:, None].expand(-1, running.shape[1], -1)
-    return torch.cat((running, admitted))
 
 
 def common_prefix(a: list[int], b: list[int]) -> int:
@@ -647,7 +638,7 @@ class Sampler:
                 new_rows, parts, new_logits = self._prefill(admitted)
                 rows += new_rows
                 cache = parts[0].merge(*parts[1:]) if cache is None else cache.merge(*parts)
-                logits = join_logits(logits, new_logits)
+                logits = torch.cat((logits, new_logits)) if logits.numel() else new_logits
                 self._track(rows, cache)
                 self.admit_seconds += time.perf_counter() - started
                 self.busy_seconds += time.perf_counter() - started
@@ -678,7 +669,10 @@ class Sampler:
                 rows, cache, tokens = self._compact(rows, cache, tokens, still)
                 self._track(rows, cache)
             decode_started = time.perf_counter()
-            logits = self.decoder.decode(cache, tokens)
+            if tokens.dim() == 2:  # drafts: each row feeds its last id and its own draft
+                logits = self.decoder.decode(cache, tokens, [r.fed for r in rows])
+            else:
+                logits = self.decoder.decode(cache, tokens)
             self.steps += 1
             self.decode_seconds += time.perf_counter() - decode_started
             self.busy_seconds += time.perf_counter() - started
@@ -817,8 +811,9 @@ class Sampler:
         return rows, parts, torch.cat(logits)
 
     def _sample_step(self, rows: list[Row], logits: torch.Tensor, cache) -> torch.Tensor:
-        """Samples each row's next ids from `logits` ([B, V]; [B, T, V] after a step that fed drafts) and
-        returns the ids to feed next: [B], or [B, T'] with each row's next draft after its last id.
+        """Samples each row's next ids from `logits` (each row's positions in turn: one, or after a step
+        that fed drafts 1 + its draft's length) and returns the ids to feed next: [B], or [B, T'] with
+        each row's next draft after its last id.
 
         A row whose last step fed a draft samples its positions in order, each with the next number of
         its own generator, while the sampled id equals the drafted one: the first that differs, or the
@@ -827,14 +822,7 @@ class Sampler:
         fewer steps; its cache keeps the positions fed up to that id.
         """
         device = logits.device
-        if logits.dim() == 2:
-            logits = logits[:, None]
         counts = [1 + len(r.draft) for r in rows]  # positions each row may sample
-        if logits.shape[1] == 1:
-            flat = logits[:, 0]
-        else:
-            fed = torch.arange(logits.shape[1], device=device)[None] < torch.tensor(counts, device=device)[:, None]
-            flat = logits[fed]  # row-major: each row's positions in order
 
         def per_position(values: list[float]) -> torch.Tensor:
             return torch.tensor(
@@ -851,7 +839,7 @@ class Sampler:
             g = r.generator
             states.append(g.get_state() if g is not None and c > 1 else None)
             draws.extend(float(torch.rand((), generator=g)) if g is not None else 0.0 for _ in range(c))
-        tokens, logp = sample(flat, temperature, top_p, torch.tensor(draws, dtype=torch.float32, device=device))
+        tokens, logp = sample(logits, temperature, top_p, torch.tensor(draws, dtype=torch.float32, device=device))
         chosen = logp.gather(1, tokens[:, None])[:, 0].tolist()
         k = max(r.params.top_logprobs for r in rows)
         # The alternatives as lists once for all rows, rather than two tensor slices per row and step.
@@ -900,7 +888,7 @@ class Sampler:
 
     def _next_inputs(self, rows: list[Row], cache, device: torch.device) -> torch.Tensor:
         """Each row's last id, then its draft where the drafter has one: [B] or [B, 1 + longest draft]
-        (shorter drafts padded with ids whose outputs are never read). A draft never reaches past the
+        (shorter drafts padded; `decode` feeds each row's own, `Row.fed`). A draft never reaches past the
         row's budget of new ids nor the step past the cache's capacity."""
         last = [r.ids[-1] for r in rows]
         room = cache.capacity - int(cache.lens.max()) - 1 if self.drafter is not None else 0
@@ -912,7 +900,7 @@ class Sampler:
                 r.draft = self.drafter.propose(r.context, min(room, r.max_new - len(r.ids) - 1))
         width = 1 + max(len(r.draft) for r in rows)
         for r in rows:
-            r.fed = width
+            r.fed = 1 + len(r.draft)
         if width == 1:
             return torch.tensor(last, dtype=torch.long, device=device)
         self.drafted_tokens += sum(len(r.draft) for r in rows)

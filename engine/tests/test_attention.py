@@ -23,10 +23,13 @@ def kernel_expected() -> bool:
     return platform.machine() == "x86_64" and "avx2" in flags and "fma" in flags and shutil.which("gcc") is not None
 
 
-def case(rows, heads, t, d, ends, allocated_rows=None, positions=None, seed=0):
-    """Queries and a cache laid out as KVCache lays them out: views of the first `rows` rows of a
-    larger allocation, with more positions allocated than any row holds, garbage past each row's end."""
+def case(rows, heads, t, d, ends, counts=None, allocated_rows=None, positions=None, seed=0):
+    """Queries and a cache laid out as the decode step lays them out: queries [N, H, D] (row after row,
+    `counts` of them a row, default t each), a strided view as the step's are (of queries, keys and
+    values together); the cache's keys and values views of the first `rows` rows of a larger
+    allocation, with more positions allocated than any row holds, garbage past each row's end."""
     g = torch.Generator().manual_seed(seed)
+    counts = counts or [t] * rows
     allocated_rows = allocated_rows or rows + 2
     positions = positions or max(ends) + 9
     keys = torch.randn(allocated_rows, heads, positions, d, generator=g)[:rows]
@@ -34,28 +37,32 @@ def case(rows, heads, t, d, ends, allocated_rows=None, positions=None, seed=0):
     for r, end in enumerate(ends):
         keys[r, :, end:] = 1e30
         values[r, ..., end:] = 1e30
-    return torch.randn(rows, heads, t, d, generator=g), keys, values, 1 / d**0.5
+    q = torch.randn(sum(counts), 3, heads, d, generator=g)[:, 0]
+    return q, keys, values, counts, 1 / d**0.5
 
 
-def bf16_attention_reference(q, keys, values, ends, scale) -> torch.Tensor:
+def bf16_attention_reference(q, keys, values, ends, counts, scale) -> torch.Tensor:
     """torch's bf16 attention (the trainer's `_attend`) in float64: the scaled scores rounded to bf16,
     the softmax's weights rounded to bf16, the weighted sums exact (unrounded)."""
     def rounded(x):
         return x.bfloat16().double()
 
-    out = []
-    t = q.shape[2]
-    for r, end in enumerate(ends):
-        scores = rounded(q[r].double() @ keys[r, :, :end].double().transpose(1, 2) * scale)
+    out, first = [], 0
+    for r, (end, t) in enumerate(zip(ends, counts)):
+        queries = q[first : first + t].transpose(0, 1).double()  # [H, t, D]
+        scores = rounded(queries @ keys[r, :, :end].double().transpose(1, 2) * scale)
         seen = torch.ones(t, end, dtype=torch.bool)
         seen[:, end - t :] = torch.ones(t, t, dtype=torch.bool).tril()
         weights = rounded(torch.softmax(scores.masked_fill(~seen, float("-inf")), dim=-1))
-        out.append(weights @ values[r, :, :, :end].double().transpose(1, 2))
-    return torch.stack(out)
+        out.append((weights @ values[r, :, :, :end].double().transpose(1, 2)).transpose(0, 1))
+        first += t
+    return torch.cat(out)
 
 
-def attend_in_torchscript(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, ends: List[int]) -> torch.Tensor:
-    return torch.ops.coa.attend_rows(q, keys, values, ends, 0.25)
+def attend_in_torchscript(
+    q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, ends: List[int], counts: List[int]
+) -> torch.Tensor:
+    return torch.ops.coa.attend_rows(q, keys, values, ends, counts, 0.25)
 
 
 class FusedAttentionTest(unittest.TestCase):
@@ -67,22 +74,25 @@ class FusedAttentionTest(unittest.TestCase):
             raise unittest.SkipTest("no fused attention on this machine (not x86-64 with AVX2/FMA, or no gcc)")
 
     def check(self, rows, heads, t, d, ends, threads=1, **layout):
-        q, keys, values, scale = case(rows, heads, t, d, ends, **layout)
-        expected = attention.attend_rows_torch(q, keys, values, ends, scale)
+        q, keys, values, counts, scale = case(rows, heads, t, d, ends, **layout)
+        expected = attention.attend_rows_torch(q, keys, values, ends, counts, scale)
         with mock.patch.object(torch, "get_num_threads", lambda: threads):
-            got = attention.attend_rows_fused(q, keys, values, ends, scale)
+            got = attention.attend_rows_fused(q, keys, values, ends, counts, scale)
+        self.assertEqual(got.shape, q.shape)
         self.assertTrue(torch.isfinite(got).all())
         torch.testing.assert_close(got, expected, rtol=0, atol=2e-5)
 
     def test_it_equals_torch_ops_over_each_rows_own_positions(self):
         """Every number of queries the engine makes (1; drafts of 1 to 8, past the kernel's group of
         6), head widths 32 and 64, rows shorter than a vector and not multiples of one, garbage past
-        each row's end that would turn any read of it into inf or nan."""
+        each row's end that would turn any read of it into inf or nan; and rows of different numbers of
+        queries in one call (drafts of different lengths)."""
         for t in (1, 2, 5, 6, 7, 9):
             for d in (32, 64):
                 ends = [t, t + 3, 17, 40, 8 * t + 5]
                 with self.subTest(t=t, d=d):
                     self.check(len(ends), 3, t, d, ends)
+        self.check(5, 3, 0, 32, [4, 40, 17, 9, 300], counts=[4, 1, 7, 2, 5])
 
     def test_a_bf16_cache_rounds_where_torchs_bf16_attention_rounds(self):
         """With a bf16 cache (a bf16 engine's) the kernel rounds the scores and the softmax's weights to
@@ -92,11 +102,12 @@ class FusedAttentionTest(unittest.TestCase):
         a bf16 step away (measured: at most 0.31 of the bound below)."""
         for t, d, threads in ((1, 32, 1), (2, 64, 1), (5, 32, 2), (7, 64, 1), (9, 32, 3)):
             ends = [t, t + 3, 17, 40, 8 * t + 5, 300]
-            q, keys, values, scale = (x.bfloat16() if torch.is_tensor(x) else x for x in case(len(ends), 3, t, d, ends))
+            q, keys, values, counts, scale = case(len(ends), 3, t, d, ends)
+            q, keys, values = q.bfloat16(), keys.bfloat16(), values.bfloat16()
             self.assertTrue(attention.usable(q, keys, values))
-            expected = bf16_attention_reference(q, keys, values, ends, scale)
+            expected = bf16_attention_reference(q, keys, values, ends, counts, scale)
             with self.subTest(t=t, d=d), mock.patch.object(torch, "get_num_threads", lambda threads=threads: threads):
-                got = attention.attend_rows_fused(q, keys, values, ends, scale)
+                got = attention.attend_rows_fused(q, keys, values, ends, counts, scale)
                 self.assertEqual(got.dtype, torch.bfloat16)
                 self.assertGreater((got == expected.bfloat16()).float().mean().item(), 0.97)
                 torch.testing.assert_close(got.double(), expected, rtol=2**-7, atol=2**-7)
@@ -104,41 +115,48 @@ class FusedAttentionTest(unittest.TestCase):
     def test_long_rows_and_several_threads(self):
         self.check(6, 4, 5, 64, [1000, 5, 700, 2048, 513, 64], threads=2)
         self.check(3, 2, 1, 32, [1500, 2, 33], threads=3)
+        self.check(4, 4, 0, 64, [1200, 6, 800, 90], counts=[6, 6, 1, 3], threads=2)
 
     def test_queries_see_their_own_drafts_causally(self):
         """A draft's query sees the ids before it and itself, never the ids drafted after it: changing the
         last position's key and value changes only the last query's output."""
-        q, keys, values, scale = case(1, 2, 4, 32, [20])
-        before = attention.attend_rows_fused(q, keys, values, [20], scale)
+        q, keys, values, counts, scale = case(1, 2, 4, 32, [20])
+        before = attention.attend_rows_fused(q, keys, values, [20], counts, scale)
         keys[0, :, 19] += 5.0
         values[0, :, :, 19] += 5.0
-        after = attention.attend_rows_fused(q, keys, values, [20], scale)
-        torch.testing.assert_close(after[:, :, :3], before[:, :, :3], rtol=0, atol=0)
-        self.assertGreater((after[:, :, 3] - before[:, :, 3]).abs().max().item(), 1e-3)
+        after = attention.attend_rows_fused(q, keys, values, [20], counts, scale)
+        torch.testing.assert_close(after[:3], before[:3], rtol=0, atol=0)
+        self.assertGreater((after[3] - before[3]).abs().max().item(), 1e-3)
 
     def test_the_operator_runs_the_kernel_or_torch_ops(self):
         """`torch.ops.coa.attend_rows` (what the TorchScript step calls) gives the kernel's answer, and
         torch ops' where the kernel is absent or the tensors are not its kind (float64)."""
         ends = [9, 30]
-        q, keys, values, scale = case(2, 2, 3, 32, ends)
-        operator = torch.ops.coa.attend_rows(q, keys, values, ends, scale)
-        self.assertTrue(torch.equal(operator, attention.attend_rows_fused(q, keys, values, ends, scale)))
-        scripted = torch.jit.script(attend_in_torchscript)(q, keys, values, ends)
-        torch.testing.assert_close(scripted, attention.attend_rows_torch(q, keys, values, ends, 0.25), rtol=0, atol=2e-5)
+        q, keys, values, counts, scale = case(2, 2, 0, 32, ends, counts=[3, 2])
+        operator = torch.ops.coa.attend_rows(q, keys, values, ends, counts, scale)
+        self.assertTrue(torch.equal(operator, attention.attend_rows_fused(q, keys, values, ends, counts, scale)))
+        scripted = torch.jit.script(attend_in_torchscript)(q, keys, values, ends, counts)
+        expected = attention.attend_rows_torch(q, keys, values, ends, counts, 0.25)
+        torch.testing.assert_close(scripted, expected, rtol=0, atol=2e-5)
         # Without the kernel the loop over rows runs compiled: from Python it cost 3.5 s an evaluation.
         self.assertIsInstance(attention.attend_rows_scripted(), torch.jit.ScriptFunction)
         with mock.patch.object(attention, "attention_kernel", lambda: None):
-            operator = torch.ops.coa.attend_rows(q, keys, values, ends, scale)
-            self.assertTrue(torch.equal(operator, attention.attend_rows_torch(q, keys, values, ends, scale)))
+            operator = torch.ops.coa.attend_rows(q, keys, values, ends, counts, scale)
+            self.assertTrue(torch.equal(operator, attention.attend_rows_torch(q, keys, values, ends, counts, scale)))
         wide = [x.double() for x in (q, keys, values)]
         self.assertFalse(attention.usable(*wide))
-        torch.testing.assert_close(torch.ops.coa.attend_rows(*wide, ends, scale), operator.double(), rtol=0, atol=2e-5)
+        got = torch.ops.coa.attend_rows(*wide, ends, counts, scale)
+        torch.testing.assert_close(got, operator.double(), rtol=0, atol=2e-5)
 
-    def test_ends_outside_the_cache_are_refused(self):
-        q, keys, values, scale = case(2, 2, 3, 32, [9, 30])
-        for ends in ([9], [9, 2], [9, keys.shape[2] + 1]):
-            with self.subTest(ends=ends), self.assertRaisesRegex(Exception, "attend_rows"):
-                torch.ops.coa.attend_rows(q, keys, values, ends, scale)
+    def test_queries_or_ends_that_do_not_fit_are_refused(self):
+        """Counts that do not add up to the queries, a row with none, or ends outside the cache (or
+        short of a row's own queries) would make the kernel read past its inputs."""
+        q, keys, values, counts, scale = case(2, 2, 3, 32, [9, 30])
+        for ends, counts in (
+            ([9], [3]), ([9, 2], [3, 3]), ([9, keys.shape[2] + 1], [3, 3]), ([9, 30], [3, 2]), ([9, 30], [6, 0])
+        ):
+            with self.subTest(ends=ends, counts=counts), self.assertRaisesRegex(Exception, "attend_rows"):
+                torch.ops.coa.attend_rows(q, keys, values, ends, counts, scale)
 
     def test_loading_it_leaves_denormals_alone(self):
         """Built with -ffast-math but not linked with it: gcc would otherwise add start-up code that makes

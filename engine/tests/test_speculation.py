@@ -4,9 +4,11 @@ sample without drafts, with the same random numbers, and their caches stay consi
 
 import threading
 import unittest
+from unittest import mock
 
 import torch
 
+from coa_engine import attention
 from coa_engine.drafting import NgramDrafter, RowContext
 from coa_engine.model import KVCache
 from coa_engine.sampling import CachedDecoder, ModelGate, Sampler, SamplingParams
@@ -188,12 +190,12 @@ class Pausing(CachedDecoder):
         self.widths, self.pause_at = [], pause_at
         self.reached, self.release = threading.Event(), threading.Event()
 
-    def decode(self, cache, ids):
+    def decode(self, cache, ids, counts=None):
         self.widths.append(1 if ids.dim() == 1 else ids.shape[1])
         if len(self.widths) == self.pause_at:
             self.reached.set()
             self.release.wait(60)
-        return super().decode(cache, ids)
+        return super().decode(cache, ids, counts)
 
 
 class MultiIdDecodeTest(unittest.TestCase):
@@ -212,6 +214,28 @@ class MultiIdDecodeTest(unittest.TestCase):
                     self.assertTrue(torch.equal(cache.lens, start + 4))
                     torch.testing.assert_close(at_once, steps, atol=1e-4, rtol=1e-4)
                     self.assertIsInstance(cache, KVCache)
+
+    def test_rows_feed_only_their_own_drafts(self):
+        """With `counts` each row feeds its first counts[b] ids (drafts of other lengths): the logits of
+        those positions, row after row, as one id a step gives them, and each row's length advanced by
+        its own count. The fused kernel feeds no padding at all; without it the batched step feeds every
+        id and keeps the rows' own."""
+        model = micro_model(seed=5)
+        decoder = CachedDecoder(model, "fp32")
+        prompts, counts = [[1, 2, 3, 4, 5], [1, 9, 8], [1, 7]], [4, 1, 2]
+        ids = torch.tensor([[10, 11, 12, 13], [20, 21, 22, 23], [30, 31, 32, 33]])
+        kernel = attention.attention_kernel()
+        for loaded in [None] + ([kernel] if kernel is not None else []):
+            with self.subTest(kernel=loaded is not None), torch.inference_mode():
+                with mock.patch.object(attention, "attention_kernel", lambda loaded=loaded: loaded):
+                    cache, _ = decoder.prefill(prompts, 40)
+                    start = cache.lens.clone()
+                    steps = torch.stack([decoder.decode(cache, ids[:, j]) for j in range(4)], dim=1)
+                    cache.lens = start.clone()
+                    ragged = decoder.decode(cache, ids, counts)
+                self.assertTrue(torch.equal(cache.lens, start + torch.tensor(counts)))
+                expected = torch.cat([steps[r, :c] for r, c in enumerate(counts)])
+                torch.testing.assert_close(ragged, expected, atol=1e-4, rtol=1e-4)
 
 
 if __name__ == "__main__":
