@@ -635,11 +635,14 @@ def decode_tokens(
     are flat ([N, ...], N = sum(counts)) so that rows may feed drafts of different lengths without
     padding: in an evaluation 21% of the positions fed had been padding (docs/engine.md)."""
     b, t = ids.shape[0], ids.shape[1]
-    fed = torch.tensor(counts, device=ids.device)
-    flat_ids = ids[torch.arange(t, device=ids.device)[None] < fed[:, None]] if min(counts) < t else ids.reshape(b * t)
+    at = pos[:, None] + torch.arange(t, device=ids.device)  # [B, T]: each new token's position
+    rows = torch.arange(b, device=ids.device)[:, None].expand(b, t)
+    if min(counts) < t:  # each row's own ids only: [N] flat, row after row
+        keep = torch.arange(t, device=ids.device)[None] < torch.tensor(counts, device=ids.device)[:, None]
+        flat_ids, rows, at = ids[keep], rows[keep], at[keep]
+    else:  # reshapes only: no mask, which would wait for a GPU
+        flat_ids, rows, at = ids.reshape(b * t), rows.reshape(b * t), at.reshape(b * t)
     n = flat_ids.shape[0]
-    rows = torch.repeat_interleave(torch.arange(b, device=ids.device), fed)  # [N]: each position's row
-    at = pos[rows] + torch.arange(n, device=ids.device) - (torch.cumsum(fed, 0) - fed)[rows]  # [N]: its position
     cos, sin = rope_cos[at][:, None, None], rope_sin[at][:, None, None]  # [N, 1, 1, D/2]
     if ends is not None or (uniform is not None and width == span and t == 1):
         bias = torch.zeros((), dtype=dtype, device=ids.device)  # every row sees its whole prefix
