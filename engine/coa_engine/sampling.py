@@ -19,9 +19,10 @@ the previous prompt, the completion, then a new observation) copies the longest 
 prefills only the rest. Entries are dropped whenever the weights change.
 
 Speculative decoding (`draft_tokens` > 0): after each step a row's next ids are drafted from earlier
-text (drafting.py), and the next step feeds the row's last id and its draft in one decode call
-(rows whose drafts differ in length feed only their own ids where the decoder can: `counts`). The row then samples its positions in order, drawing its generator's numbers as it would
-one step at a time, and keeps them while they equal the draft; the first that differs ends its step.
+text (drafting.py), and the next step feeds the row's last id and its draft in one decode call (each
+row only its own ids where the decoder can: `counts`). The row then samples its positions in order,
+drawing its generator's numbers as it would one step at a time, and keeps them while they equal the
+draft; the first that differs ends its step.
 So a seeded or greedy row gets the ids it gets without drafts (up to last-bit differences of the
 multi-id arithmetic, as for batching), with the same logprobs, in fewer steps.
 
