@@ -533,7 +533,7 @@ class Transformer(nn.Module):
         h = self.config.n_heads
         span = int(pos.max()) + t
         cache.reserve(span)
-        ragged = max(fed) != min(fed)
+        ragged = min(fed) < t  # some row feeds fewer than T ids
         # All rows at one position (batch 1, n samples of one prompt): plain slices instead of
         # scattered writes.
         uniform = span - t if not ragged and (b == 1 or bool((pos == pos[0]).all())) else None

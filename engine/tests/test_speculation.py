@@ -2,6 +2,7 @@
 A draft may change how many ids a step yields, never which ids: greedy and seeded rows sample what they
 sample without drafts, with the same random numbers, and their caches stay consistent."""
 
+import itertools
 import threading
 import unittest
 from unittest import mock
@@ -222,11 +223,14 @@ class MultiIdDecodeTest(unittest.TestCase):
         id and keeps the rows' own."""
         model = micro_model(seed=5)
         decoder = CachedDecoder(model, "fp32")
-        prompts, counts = [[1, 2, 3, 4, 5], [1, 9, 8], [1, 7]], [4, 1, 2]
-        ids = torch.tensor([[10, 11, 12, 13], [20, 21, 22, 23], [30, 31, 32, 33]])
         kernel = attention.attention_kernel()
-        for loaded in [None] + ([kernel] if kernel is not None else []):
-            with self.subTest(kernel=loaded is not None), torch.inference_mode():
+        cases = [  # rows at different positions; one row feeding 2 of its 4 ids
+            ([[1, 2, 3, 4, 5], [1, 9, 8], [1, 7]], [4, 1, 2]),
+            ([[1, 2, 3]], [2]),
+        ]
+        for (prompts, counts), loaded in itertools.product(cases, {None, kernel}):
+            ids = torch.tensor([[10, 11, 12, 13], [20, 21, 22, 23], [30, 31, 32, 33]])[: len(prompts)]
+            with self.subTest(kernel=loaded is not None, counts=counts), torch.inference_mode():
                 with mock.patch.object(attention, "attention_kernel", lambda loaded=loaded: loaded):
                     cache, _ = decoder.prefill(prompts, 40)
                     start = cache.lens.clone()
@@ -236,7 +240,6 @@ class MultiIdDecodeTest(unittest.TestCase):
                 self.assertTrue(torch.equal(cache.lens, start + torch.tensor(counts)))
                 expected = torch.cat([steps[r, :c] for r, c in enumerate(counts)])
                 torch.testing.assert_close(ragged, expected, atol=1e-4, rtol=1e-4)
-
 
 if __name__ == "__main__":
     unittest.main()
