@@ -77,12 +77,11 @@ INLINE float sum8(__m256 a) {
   return _mm_cvtss_f32(s);
 }
 
-/* scores[t * n + p] = scale * q[t] . k[p] for p < n (rounded to bf16 with a bf16 cache), query t at q +
- * t * qs. d: a multiple
- * of 8. Meanwhile the values v (d rows of n, vd apart) are fetched into the core's L2 in the order
- * `weighted_group` reads them: read from memory there, each of its d rows is a short stream of its own
- * that the hardware prefetcher starts late (a `micro` layer of 25 rows, its data in L3: 3.6 ms without
- * this, 2.3 ms with it). */
+/* scores[t * n + p] = scale * q[t] . k[p] for p < n (rounded to bf16 with a bf16 cache), query t at
+ * q + t * qs; d a multiple of 8. Meanwhile the values v (d rows of n, vd apart) are fetched into the
+ * core's L2 in the order `weighted_group` reads them: read from memory there, each of its d rows is a
+ * short stream of its own that the hardware prefetcher starts late (a `micro` layer of 25 rows, its
+ * data in L3: 3.6 ms without this, 2.3 ms with it). */
 INLINE void scores_of(const float *q, int64_t qs, const void *k, int64_t n, int t_count, int d, float scale,
                       float *scores, const void *v, int64_t vd, const int bf16) {
   const int shift = bf16 ? 1 : 2, per_line = 64 >> shift; /* bytes per element: 1 << shift */

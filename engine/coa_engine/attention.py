@@ -1,13 +1,13 @@
 """A decode step's attention row by row: each row's new queries over exactly its own cached positions,
 as the operator `torch.ops.coa.attend_rows` that the TorchScript step (`model.decode_tokens`) calls.
 
-On a CPU, with an fp32 or a bf16 cache, the operator runs the engine's one native kernel (attention.c),
-built with the machine's C compiler the first time it is needed. Why a kernel of our own: torch 1.13 (Debian's, the
-engine's default) has no fused attention and runs a decode step's as one small GEMM per row and head
-plus an unvectorized exp; in the demo's evaluation that was most of a step (docs/engine.md, "Fused
-decode attention"). Where the kernel cannot be built (no C compiler, no AVX2/FMA, another
-architecture) or `COA_ATTENTION_KERNEL=0`, the operator runs the same arithmetic in torch ops
-(`attend_rows_torch`), and decoding is only slower.
+On a CPU, with an fp32 or a bf16 cache, the operator runs the engine's one native kernel
+(attention.c), built with the machine's C compiler the first time it is needed. Why a kernel of our
+own: torch 1.13 (Debian's, the engine's default) has no fused attention and runs a decode step's as
+one small GEMM per row and head plus an unvectorized exp; in the demo's evaluation that was most of a
+step (docs/engine.md, "Fused decode attention"). Where the kernel cannot be built (no C compiler, no
+AVX2/FMA, another architecture) or `COA_ATTENTION_KERNEL=0`, the operator runs the same arithmetic in
+torch ops (`attend_rows_torch`), and decoding is only slower.
 
 The shared object is cached in `$XDG_CACHE_HOME/coa/kernels` (default `~/.cache/coa/kernels`), named by
 a hash of the source, the compiler's version and flags, and the CPU's flags, so that a cache shared
