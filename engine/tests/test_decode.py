@@ -103,7 +103,7 @@ class GreedyMatchesFullForwardTest(unittest.TestCase):
             full = model(torch.tensor([prompt + [95]]))[0, -1].float()
         torch.testing.assert_close(stepped[0], full, atol=2e-2, rtol=2e-2)
         # A bf16 cache holds exactly what autocast would cast an fp32 cache to: identical logits in torch
-        # ops (over a bf16 cache the fused kernel attends, `test_bf16_rows_attend_by_the_kernel`).
+        # ops (over a bf16 cache the fused kernel attends: `test_row_by_row_attention_matches_the_batched_one`).
         outs = []
         for cache_dtype in (torch.float32, torch.bfloat16):
             with torch.no_grad(), autocast("bf16"), mock.patch.object(attention, "attention_kernel", lambda: None):
