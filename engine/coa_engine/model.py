@@ -530,6 +530,8 @@ class Transformer(nn.Module):
         fed = counts or [t] * b
         if len(fed) != b or min(fed) < 1 or max(fed) > t:
             raise ValueError(f"decode: counts {counts} for {b} rows of {t} ids")
+        fed_per_row = torch.tensor(counts, dtype=pos.dtype, device=pos.device) if counts else None
+        after = pos + (t if fed_per_row is None else fed_per_row)  # each row's length after this step
         h = self.config.n_heads
         span = int(pos.max()) + t
         cache.reserve(span)
@@ -551,7 +553,7 @@ class Transformer(nn.Module):
             # only for an fp32 speculative step of rows that leave enough of the span unread.
             fused = attention.attention_kernel() is not None and cache.keys[0].dtype == w.dtype
             if fused or (fp32 and t > 1 and b > 1):
-                row_ends = (pos + torch.tensor(fed, device=pos.device)).tolist()
+                row_ends = after.tolist()
                 if fused or sum(row_ends) <= ROW_ATTENTION_FILL * b * span:
                     ends = row_ends
         # Ids each row feeds: its own with the kernel, all T (padding included) on the batched path.
@@ -564,12 +566,11 @@ class Transformer(nn.Module):
                 ids, pos, rows_fed, span, uniform, width, self.embed.weight, self.rope_cos, self.rope_sin,
                 w.layers, w.norms, self.norm.eps, w.output, w.dtype, w.vector, cache.keys, cache.values, h, ends,
             )  # fmt: skip
-        if counts is None:
-            cache.lens = pos + t
+        cache.lens = after
+        if fed_per_row is None:
             return logits if single else logits.view(b, t, -1)
-        cache.lens = pos + torch.tensor(fed, dtype=pos.dtype, device=pos.device)
         if ends is None and ragged:  # the batched path fed every row's T ids: keep the rows' own
-            keep = torch.arange(t, device=ids.device)[None] < torch.tensor(fed, device=ids.device)[:, None]
+            keep = torch.arange(t, device=ids.device)[None] < fed_per_row[:, None]
             logits = logits[keep.reshape(-1)]
         return logits
 
