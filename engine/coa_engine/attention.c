@@ -10,9 +10,9 @@
  *
  * Layouts: queries [N, H, D] fp32, the new positions of every row in turn (row b's counts[b] of them,
  * its last: query t sees its first ends[b] - counts[b] + t + 1 positions), with their own position and
- * head strides; keys [rows, H, positions, D] and values [rows, H, D, positions] (model.py's KVCache:
- * positions last), both fp32 or both bf16, each with its own row and head strides; out [N, H, D] fp32,
- * contiguous. Rows may feed different numbers of new positions (a speculative step's drafts).
+ * head strides; keys and values [rows, H, positions, D] (model.py's KVCache), both fp32 or both bf16,
+ * each with its own row and head strides; out [N, H, D] fp32, contiguous. Rows may feed different
+ * numbers of new positions (a speculative step's drafts).
  *
  * With a bf16 cache (a bf16 engine: a CPU with AMX or AVX-512 BF16) the arithmetic is that of torch's
  * bf16 attention, the trainer's (model.py's `_attend`): products summed in fp32, the scaled scores
@@ -30,8 +30,8 @@
 #include <omp.h>
 #endif
 
-/* Queries per pass over the values: 2 x GROUP accumulators and the values' vector fit AVX2's 16
- * registers. */
+/* Queries per pass over a row's values: their accumulators, a few vectors of columns each, stay in
+ * AVX2's 16 registers (`weighted_values`). */
 #define GROUP 6
 
 /* The helpers below take the cache's element type as a constant `bf16` (0: fp32) and are inlined into
@@ -78,18 +78,16 @@ INLINE float sum8(__m256 a) {
 }
 
 /* scores[t * n + p] = scale * q[t] . k[p] for p < n (rounded to bf16 with a bf16 cache), query t at
- * q + t * qs; d a multiple of 8. Meanwhile the values v (d rows of n, vd apart) are fetched into the
- * core's L2 in the order `weighted_group` reads them: read from memory there, each of its d rows is a
- * short stream of its own that the hardware prefetcher starts late (a `micro` layer of 25 rows, its
- * data in L3: 3.6 ms without this, 2.3 ms with it). */
+ * q + t * qs; d a multiple of 8. Meanwhile the values of the same positions (laid out as the keys) are
+ * fetched into the core's L2 for `weighted_values`, so that both streams are in flight at once. */
 INLINE void scores_of(const float *q, int64_t qs, const void *k, int64_t n, int t_count, int d, float scale,
-                      float *scores, const void *v, int64_t vd, const int bf16) {
-  const int shift = bf16 ? 1 : 2, per_line = 64 >> shift; /* bytes per element: 1 << shift */
+                      float *scores, const void *v, const int bf16) {
+  const int shift = bf16 ? 1 : 2; /* bytes per element: 1 << shift */
   const __m256 scale8 = _mm256_set1_ps(scale);
   int64_t p = 0;
   for (; p + 8 <= n; p += 8) {
-    if (p % per_line == 0)
-      for (int j = 0; j < d; j++) _mm_prefetch((const char *)v + ((j * vd + p) << shift), _MM_HINT_T1);
+    for (int64_t byte = (p * d) << shift, last = ((p + 8) * d) << shift; byte < last; byte += 64)
+      _mm_prefetch((const char *)v + byte, _MM_HINT_T1);
     for (int t = 0; t < t_count; t++) {
       const float *qt = q + t * qs;
       __m256 a[8];
@@ -133,44 +131,54 @@ INLINE float softmax_of(float *s, int64_t seen, int64_t n, const int bf16) {
   return 1.0f;
 }
 
-/* out[t * os + j] = norm[t] * sum_p w[t * n + p] * v[j * vd + p] for T (1..GROUP) queries, T a constant
- * at each call (`weighted_values`), so that the accumulators stay in registers. Meanwhile one cache line
- * of `next` (the next job's keys, `lines` long) is fetched into L2 per 16 positions. */
-INLINE void weighted_group(const float *w, const void *v, int64_t vd, int64_t n, const int T, int d,
-                           const float *norm, float *out, int64_t os, const char *next, int64_t lines,
-                           const int bf16) {
+/* out[t * os + c + i] = norm[t] * sum_p w[t * n + p] * v[p * d + c + i] for T (1..GROUP) queries and
+ * the 8 W columns i from c, T and W constants at each call (`weighted_values`), so that the T x W
+ * accumulators stay in registers while the positions stream past. Meanwhile one cache line of `next`
+ * (the next job's keys, `lines` long) is fetched into L2 per 8 positions. */
+INLINE void weighted_columns(const float *w, const void *v, int64_t n, const int T, const int W, int d, int c,
+                             const float *norm, float *out, int64_t os, const char *next, int64_t lines,
+                             const int bf16) {
+  __m256 a[GROUP][8];
+  for (int t = 0; t < T; t++)
+    for (int i = 0; i < W; i++) a[t][i] = _mm256_setzero_ps();
   int64_t line = 0;
-  for (int j = 0; j < d; j++) {
-    const int64_t row = j * vd;
-    __m256 a0[GROUP], a1[GROUP];
-    for (int t = 0; t < T; t++) a0[t] = a1[t] = _mm256_setzero_ps();
-    int64_t p = 0;
-    for (; p + 16 <= n; p += 16) {
-      __m256 x0 = load8(v, row + p, bf16), x1 = load8(v, row + p + 8, bf16);
-      if (line < lines) _mm_prefetch(next + 64 * line++, _MM_HINT_T1);
-      for (int t = 0; t < T; t++) {
-        a0[t] = _mm256_fmadd_ps(_mm256_loadu_ps(w + t * n + p), x0, a0[t]);
-        a1[t] = _mm256_fmadd_ps(_mm256_loadu_ps(w + t * n + p + 8), x1, a1[t]);
-      }
-    }
+  for (int64_t p = 0; p < n; p++) {
+    if (p % 8 == 0 && line < lines) _mm_prefetch(next + 64 * line++, _MM_HINT_T1);
+    __m256 x[8];
+    for (int i = 0; i < W; i++) x[i] = load8(v, p * d + c + 8 * i, bf16);
     for (int t = 0; t < T; t++) {
-      float sum = sum8(_mm256_add_ps(a0[t], a1[t]));
-      for (int64_t r = p; r < n; r++) sum += w[t * n + r] * load1(v, row + r, bf16);
-      out[t * os + j] = sum * norm[t];
+      const __m256 wt = _mm256_broadcast_ss(w + t * n + p);
+      for (int i = 0; i < W; i++) a[t][i] = _mm256_fmadd_ps(wt, x[i], a[t][i]);
     }
   }
+  for (int t = 0; t < T; t++)
+    for (int i = 0; i < W; i++) _mm256_storeu_ps(out + t * os + c + 8 * i, _mm256_mul_ps(a[t][i], _mm256_set1_ps(norm[t])));
 }
 
-INLINE void weighted_values(const float *w, const void *v, int64_t vd, int64_t n, int t_count, int d,
-                            const float *norm, float *out, int64_t os, const char *next, int64_t lines,
-                            const int bf16) {
+/* Every column of T queries, in chunks of at most MOST vectors, fewer for the last columns (d is a
+ * multiple of 8); only the first chunk fetches the next job's keys. */
+#define COLUMNS(T, MOST)                                                                                   \
+  for (int c = 0, width = MOST; c < d; c += 8 * width) {                                                  \
+    while (c + 8 * width > d) width /= 2;                                                                 \
+    switch (width) {                                                                                      \
+      case 8: weighted_columns(w, v, n, T, 8 < MOST ? 8 : MOST, d, c, norm, out, os, next, c ? 0 : lines, bf16); break; \
+      case 4: weighted_columns(w, v, n, T, 4 < MOST ? 4 : MOST, d, c, norm, out, os, next, c ? 0 : lines, bf16); break; \
+      case 2: weighted_columns(w, v, n, T, 2 < MOST ? 2 : MOST, d, c, norm, out, os, next, c ? 0 : lines, bf16); break; \
+      default: weighted_columns(w, v, n, T, 1, d, c, norm, out, os, next, c ? 0 : lines, bf16); break;       \
+    }                                                                                                     \
+  }
+
+/* The values weighted by T = t_count queries' weights: a single query's 8 vectors of columns at once (8
+ * accumulators, the FMA latency covered), 2 queries 4 each, more queries 2 each (at most 12). */
+INLINE void weighted_values(const float *w, const void *v, int64_t n, int t_count, int d, const float *norm,
+                            float *out, int64_t os, const char *next, int64_t lines, const int bf16) {
   switch (t_count) {
-    case 1: weighted_group(w, v, vd, n, 1, d, norm, out, os, next, lines, bf16); break;
-    case 2: weighted_group(w, v, vd, n, 2, d, norm, out, os, next, lines, bf16); break;
-    case 3: weighted_group(w, v, vd, n, 3, d, norm, out, os, next, lines, bf16); break;
-    case 4: weighted_group(w, v, vd, n, 4, d, norm, out, os, next, lines, bf16); break;
-    case 5: weighted_group(w, v, vd, n, 5, d, norm, out, os, next, lines, bf16); break;
-    default: weighted_group(w, v, vd, n, GROUP, d, norm, out, os, next, lines, bf16); break;
+    case 1: COLUMNS(1, 8) break;
+    case 2: COLUMNS(2, 4) break;
+    case 3: COLUMNS(3, 2) break;
+    case 4: COLUMNS(4, 2) break;
+    case 5: COLUMNS(5, 2) break;
+    default: COLUMNS(GROUP, 2) break;
   }
 }
 
@@ -180,7 +188,7 @@ typedef struct {
   const void *keys, *values;
   float *out;
   const int64_t *ends, *counts, *firsts;
-  int64_t rows, heads, d, q_position, q_head, key_row, key_head, value_row, value_head, value_dim;
+  int64_t rows, heads, d, q_position, q_head, key_row, key_head, value_row, value_head;
   float scale;
 } attention_args;
 
@@ -194,7 +202,7 @@ INLINE void attend_job(const attention_args *a, int64_t job, float *scores, cons
   float *out = a->out + (a->firsts[b] * a->heads + h) * d;
   const int64_t out_stride = a->heads * d;
   float norm[GROUP];
-  scores_of(q, a->q_position, k, n, (int)t_count, (int)d, a->scale, scores, v, a->value_dim, bf16);
+  scores_of(q, a->q_position, k, n, (int)t_count, (int)d, a->scale, scores, v, bf16);
   /* The next job's keys (this thread's next, when it runs alone), fetched during the values pass. */
   int64_t after = job + 1 < a->rows * a->heads ? job + 1 : job;
   const char *next = (const char *)a->keys + (((after / a->heads) * a->key_row + (after % a->heads) * a->key_head) << shift);
@@ -205,8 +213,8 @@ INLINE void attend_job(const attention_args *a, int64_t job, float *scores, cons
       int64_t query = first + t;
       norm[t] = softmax_of(scores + query * n, n - t_count + query + 1, n, bf16);
     }
-    weighted_values(scores + first * n, v, a->value_dim, n, group, (int)d, norm, out + first * out_stride, out_stride,
-                    next, first == 0 ? lines : 0, bf16);
+    weighted_values(scores + first * n, v, n, group, (int)d, norm, out + first * out_stride, out_stride, next,
+                    first == 0 ? lines : 0, bf16);
   }
 }
 
@@ -218,8 +226,8 @@ static void job_bf16(const attention_args *a, int64_t job, float *scores) { atte
  * in elements. */
 int coa_attend_rows(const float *q, const void *keys, const void *values, float *out, const int64_t *ends,
                     const int64_t *counts, int64_t rows, int64_t heads, int64_t d, int64_t q_position, int64_t q_head,
-                    int64_t key_row, int64_t key_head, int64_t value_row, int64_t value_head, int64_t value_dim,
-                    float scale, int threads, int bf16) {
+                    int64_t key_row, int64_t key_head, int64_t value_row, int64_t value_head, float scale,
+                    int threads, int bf16) {
   if (rows * heads == 0) return 0;
   if (threads < 1) threads = 1;
   int64_t longest = 0, most = 0, *firsts = malloc(sizeof(int64_t) * (size_t)rows);
@@ -230,7 +238,7 @@ int coa_attend_rows(const float *q, const void *keys, const void *values, float 
     most = counts[b] > most ? counts[b] : most;
   }
   const attention_args a = {q, keys, values, out, ends, counts, firsts, rows, heads, d, q_position, q_head,
-                            key_row, key_head, value_row, value_head, value_dim, scale};
+                            key_row, key_head, value_row, value_head, scale};
   void (*job_of)(const attention_args *, int64_t, float *) = bf16 ? job_bf16 : job_fp32;
   float *buffer = malloc(sizeof(float) * (size_t)(threads * most * longest));
   if (!buffer) {

@@ -96,7 +96,7 @@ def attention_kernel() -> ctypes.CDLL | None:
     _not_used = None
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.coa_attend_rows.restype = ctypes.c_int
-    lib.coa_attend_rows.argtypes = [ptr, ptr, ptr, ptr, ptr, ptr, *[i64] * 10, ctypes.c_float, ctypes.c_int, ctypes.c_int]
+    lib.coa_attend_rows.argtypes = [ptr, ptr, ptr, ptr, ptr, ptr, *[i64] * 9, ctypes.c_float, ctypes.c_int, ctypes.c_int]
     return lib
 
 
@@ -114,8 +114,7 @@ def attend_rows_torch(
 ) -> torch.Tensor:
     """Attention of each row's new queries over exactly its first `ends[b]` positions of the cache, in
     torch ops. q [N, H, D]: the new positions of row 0, then row 1, ... (`counts[b]` of them, the last
-    of its `ends[b]`, causal among themselves); keys [B, H, positions, D], values [B, H, D, positions];
-    -> [N, H, D].
+    of its `ends[b]`, causal among themselves); keys and values [B, H, positions, D]; -> [N, H, D].
 
     The batched path of `model.decode_tokens` reads every row at the longest row's width and runs the
     softmax over it (masked); here a row reads only its own. In fp32 on a CPU the matmuls are the same
@@ -131,7 +130,7 @@ def attend_rows_torch(
         # Scaled inside the product, as the trainer's `_attend` (in bf16 the scores round once).
         queries = q[first : first + t].transpose(0, 1)  # [H, t, D]
         scores = torch.baddbmm(bias, queries, keys[r, :, :end].transpose(1, 2), alpha=scale)  # [H, t, end]
-        y = torch.matmul(torch.softmax(scores, dim=-1), values[r, :, :, :end].transpose(1, 2))
+        y = torch.matmul(torch.softmax(scores, dim=-1), values[r, :, :end])
         out.append(y.transpose(0, 1))
         first += t
     return torch.cat(out)
@@ -149,7 +148,7 @@ def attend_rows_fused(
     status = lib.coa_attend_rows(
         queries.data_ptr(), keys.data_ptr(), values.data_ptr(), out.data_ptr(), lengths.data_ptr(), fed.data_ptr(),
         len(ends), h, d, queries.stride(0), queries.stride(1), keys.stride(0), keys.stride(1),
-        values.stride(0), values.stride(1), values.stride(2), scale, torch.get_num_threads(),
+        values.stride(0), values.stride(1), scale, torch.get_num_threads(),
         int(keys.dtype == torch.bfloat16),
     )  # fmt: skip
     if status != 0:
@@ -167,9 +166,7 @@ def usable(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> bool:
         and q.dtype in (torch.float32, torch.bfloat16)
         and q.shape[-1] % 8 == 0
         and q.stride(2) == 1
-        and keys.stride(3) == 1
-        and keys.stride(2) == q.shape[-1]
-        and values.stride(3) == 1
+        and all(kv.stride(3) == 1 and kv.stride(2) == q.shape[-1] for kv in (keys, values))
     )
 
 
@@ -179,7 +176,7 @@ def attend_rows(
     """The operator's implementation: the kernel where it applies, else torch ops. Queries that are not
     the rows' counts, or ends outside the cache's positions, would make the kernel read past its
     inputs: refused, whichever runs."""
-    positions = min(keys.shape[2], values.shape[3])
+    positions = min(keys.shape[2], values.shape[2])
     if (
         len(ends) != len(counts)
         or len(ends) > min(keys.shape[0], values.shape[0])

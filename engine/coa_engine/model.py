@@ -142,13 +142,12 @@ GROW_POSITIONS = 64
 
 
 class KVCache:
-    """Keys and values per layer: keys [rows, heads, positions, head_dim], values [rows, heads, head_dim,
-    positions]; row b holds `lens[b]` positions.
+    """Keys and values per layer, both [rows, heads, positions, head_dim]; row b holds `lens[b]` positions.
 
-    Values lie with positions last so that a decode step's `probabilities @ values` reduces along
-    contiguous memory, as `queries @ keys^T` does: with values [positions, head_dim] that product ran at
-    a third of the keys' memory rate (eval shapes, bf16: 1.64 against 0.86 ms a layer; docs/engine.md).
-    `write`, `attended`, `row` and `put_row` hide the layout from everything else.
+    A row and head's values are one contiguous block, as its keys are: the fused decode attention
+    (attention.c) reads a step's keys and values from memory as two streams per row and head, where
+    values laid out with positions last (for torch's bf16 matmuls, before that kernel) were head_dim
+    short streams, ~1.5x slower to read on an AVX2 EPYC (docs/engine.md, "Values laid out as keys").
 
     `keys` and `values` are views of the first `rows` rows of a larger allocation, so that rows
     joining (`merge`) or leaving (`compact`) copy only those rows: with agent turns starting and
@@ -188,7 +187,7 @@ class KVCache:
         h, hd, layers = config.n_heads, config.head_dim, range(config.n_layers)
         return cls(
             [torch.zeros((rows, h, positions, hd), dtype=dtype, device=device) for _ in layers],
-            [torch.zeros((rows, h, hd, positions), dtype=dtype, device=device) for _ in layers],
+            [torch.zeros((rows, h, positions, hd), dtype=dtype, device=device) for _ in layers],
             torch.zeros(rows, dtype=torch.long, device=device),
             capacity,
         )
@@ -219,19 +218,19 @@ class KVCache:
         """Moves the rows held into a new allocation of `rows` rows and `positions` positions."""
         held_rows, held = self.rows, self.positions
 
-        def grown(t: torch.Tensor, dim: int) -> torch.Tensor:  # dim: where the positions are
+        def grown(t: torch.Tensor) -> torch.Tensor:
             shape = list(t.shape)
-            shape[0], shape[dim] = rows, positions
+            shape[0], shape[2] = rows, positions
             # Zeros only where nothing is copied: zero-filling all of it first wrote the held part
             # twice (an evaluation's 36 growths of ~50 MB took 1.1 s).
             out = t.new_empty(shape)
-            out[:held_rows].narrow(dim, 0, held).copy_(t[:held_rows].narrow(dim, 0, held))
-            out[:held_rows].narrow(dim, held, positions - held).zero_()
+            out[:held_rows, :, :held].copy_(t[:held_rows, :, :held])
+            out[:held_rows, :, held:].zero_()
             out[held_rows:].zero_()
             return out
 
-        self._keys = [grown(k, 2) for k in self._keys]
-        self._values = [grown(v, 3) for v in self._values]
+        self._keys = [grown(k) for k in self._keys]
+        self._values = [grown(v) for v in self._values]
         self._view(held_rows)
 
     def select(self, index: torch.Tensor) -> KVCache:
@@ -256,10 +255,8 @@ class KVCache:
             # the allocation is never attended (in the demo's evaluation rows held about half of it).
             held = self.lens.tolist()
             for j, i in moves:
-                for k in self._keys:
-                    k[j, :, : held[i]].copy_(k[i, :, : held[i]])
-                for v in self._values:
-                    v[j, ..., : held[i]].copy_(v[i, ..., : held[i]])
+                for t in (*self._keys, *self._values):
+                    t[j, :, : held[i]].copy_(t[i, :, : held[i]])
         else:
             moved = torch.tensor([j for j, _ in moves], device=order.device)
             source = torch.tensor([i for _, i in moves], device=order.device)
@@ -287,10 +284,8 @@ class KVCache:
         at = rows
         for other in others:
             into = slice(at, at + other.rows)
-            for mine, theirs in zip(self._keys, other.keys):
+            for mine, theirs in zip((*self._keys, *self._values), (*other.keys, *other.values)):
                 mine[into, :, : theirs.shape[2]] = theirs
-            for mine, theirs in zip(self._values, other.values):
-                mine[into, ..., : theirs.shape[3]] = theirs
             at += other.rows
         self.lens = torch.cat((self.lens, *(o.lens for o in others)))
         self.capacity = capacity
@@ -301,21 +296,21 @@ class KVCache:
         """Every row's keys and values ([rows, heads, t, head_dim] each) at positions start..start+t."""
         t = k.shape[2]
         self.keys[layer][:, :, start : start + t] = k
-        self.values[layer][..., start : start + t] = v.transpose(2, 3)
+        self.values[layer][:, :, start : start + t] = v
 
     def attended(self, layer: int, end: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Keys and values of positions 0..end, both [rows, heads, end, head_dim] (values as a view)."""
-        return self.keys[layer][:, :, :end], self.values[layer][..., :end].transpose(2, 3)
+        """Keys and values of positions 0..end, both [rows, heads, end, head_dim] (views)."""
+        return self.keys[layer][:, :, :end], self.values[layer][:, :, :end]
 
     def row(self, i: int, n: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-        """Copies of row i's first n positions, per layer, in this layout (for `put_row`)."""
-        return [k[i, :, :n].clone() for k in self.keys], [v[i, ..., :n].clone() for v in self.values]
+        """Copies of row i's first n positions, per layer, [heads, n, head_dim] (for `put_row`)."""
+        return [k[i, :, :n].clone() for k in self.keys], [v[i, :, :n].clone() for v in self.values]
 
     def put_row(self, i: int, keys: list[torch.Tensor], values: list[torch.Tensor], n: int) -> None:
         """Writes the first n positions that `row` copied (of at least n) into row i."""
         for layer, (k, v) in enumerate(zip(keys, values)):
             self.keys[layer][i, :, :n] = k[:, :n]
-            self.values[layer][i, ..., :n] = v[..., :n]
+            self.values[layer][i, :, :n] = v[:, :n]
 
 
 class Attention(nn.Module):
@@ -667,13 +662,13 @@ def decode_tokens(
         qkv = project(rms_norm(x, norms[2 * i], eps), lw[0], dtype, vector).view(n, 3, heads, hd)
         qk = rotate(qkv[:, :2], cos, sin)  # queries and keys in one rotation
         q, k, v = qk[:, 0], qk[:, 1], qkv[:, 2]  # [N, H, D]
-        cached_keys, cached_values = keys[i], values[i]  # values: positions last (KVCache)
+        cached_keys, cached_values = keys[i], values[i]
         if uniform is not None:
             cached_keys[:, :, uniform : uniform + t] = k.view(b, t, heads, hd).transpose(1, 2)
-            cached_values[..., uniform : uniform + t] = v.view(b, t, heads, hd).permute(0, 2, 3, 1)
+            cached_values[:, :, uniform : uniform + t] = v.view(b, t, heads, hd).transpose(1, 2)
         else:
             cached_keys[rows, :, at] = k.to(cached_keys.dtype)
-            cached_values[rows, :, :, at] = v.to(cached_values.dtype)
+            cached_values[rows, :, at] = v.to(cached_values.dtype)
         # In the scores' dtype: torch's bf16 softmax computes in fp32 and rounds once, the bits of an
         # fp32 softmax cast back, without the two casts (as `Attention._attend` does). `dot_products`
         # (fp32 on a CPU without the fused kernel) only for one new id per row: with a draft's several
@@ -683,14 +678,14 @@ def decode_tokens(
             y = torch.ops.coa.attend_rows(q.to(dtype), cached_keys, cached_values, ends, counts, scale)
         else:
             k = cached_keys[:, :, :width].to(dtype).reshape(b * heads, width, hd)
-            vt = cached_values[..., :width].to(dtype).reshape(b * heads, hd, width)
+            v = cached_values[:, :, :width].to(dtype).reshape(b * heads, width, hd)
             qh = q.view(b, t, heads, hd).transpose(1, 2).reshape(b * heads, t, hd).to(dtype)
             if dtype == torch.float32 and ids.device.type == "cpu" and t == 1:
                 scores = dot_products(qh, k) * scale + bias
-                y = dot_products(torch.softmax(scores, dim=-1), vt)  # [B * H, T, D]
+                y = dot_products(torch.softmax(scores, dim=-1), v.transpose(1, 2))  # [B * H, T, D]
             else:
                 scores = torch.baddbmm(bias, qh, k.transpose(1, 2), alpha=scale)
-                y = torch.softmax(scores, dim=-1) @ vt.transpose(1, 2)  # [B * H, T, D]
+                y = torch.softmax(scores, dim=-1) @ v  # [B * H, T, D]
             y = y.view(b, heads, t, hd).transpose(1, 2)
         x = x + project(y.reshape(n, heads * hd), lw[1], dtype, vector)
         gate, up = project(rms_norm(x, norms[2 * i + 1], eps), lw[2], dtype, vector).chunk(2, dim=-1)

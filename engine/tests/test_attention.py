@@ -33,10 +33,10 @@ def case(rows, heads, t, d, ends, counts=None, allocated_rows=None, positions=No
     allocated_rows = allocated_rows or rows + 2
     positions = positions or max(ends) + 9
     keys = torch.randn(allocated_rows, heads, positions, d, generator=g)[:rows]
-    values = torch.randn(allocated_rows, heads, d, positions, generator=g)[:rows]
+    values = torch.randn(allocated_rows, heads, positions, d, generator=g)[:rows]
     for r, end in enumerate(ends):
         keys[r, :, end:] = 1e30
-        values[r, ..., end:] = 1e30
+        values[r, :, end:] = 1e30
     q = torch.randn(sum(counts), 3, heads, d, generator=g)[:, 0]
     return q, keys, values, counts, 1 / d**0.5
 
@@ -54,7 +54,7 @@ def bf16_attention_reference(q, keys, values, ends, counts, scale) -> torch.Tens
         seen = torch.ones(t, end, dtype=torch.bool)
         seen[:, end - t :] = torch.ones(t, t, dtype=torch.bool).tril()
         weights = rounded(torch.softmax(scores.masked_fill(~seen, float("-inf")), dim=-1))
-        out.append((weights @ values[r, :, :, :end].double().transpose(1, 2)).transpose(0, 1))
+        out.append((weights @ values[r, :, :end].double()).transpose(0, 1))
         first += t
     return torch.cat(out)
 
@@ -123,7 +123,7 @@ class FusedAttentionTest(unittest.TestCase):
         q, keys, values, counts, scale = case(1, 2, 4, 32, [20])
         before = attention.attend_rows_fused(q, keys, values, [20], counts, scale)
         keys[0, :, 19] += 5.0
-        values[0, :, :, 19] += 5.0
+        values[0, :, 19] += 5.0
         after = attention.attend_rows_fused(q, keys, values, [20], counts, scale)
         torch.testing.assert_close(after[:3], before[:3], rtol=0, atol=0)
         self.assertGreater((after[3] - before[3]).abs().max().item(), 1e-3)

@@ -216,7 +216,7 @@ class DecodeMaskTest(unittest.TestCase):
                             for layer in range(model.config.n_layers):
                                 for i, n in enumerate(lens.tolist()):
                                     cache.keys[layer][i, :, n:] = garbage
-                                    cache.values[layer][i, ..., n:] = garbage  # positions last
+                                    cache.values[layer][i, :, n:] = garbage
                         steps = [model.decode(torch.tensor([95, 96][:rows]), cache).float() for _ in range(4)]
                         outs.append(torch.stack(steps))
                 self.assertTrue(torch.isfinite(outs[1]).all())
@@ -254,7 +254,7 @@ class DecodeMaskTest(unittest.TestCase):
                         for layer in range(model.config.n_layers):  # garbage past each row's length
                             for i, p in enumerate(prompts):
                                 cache.keys[layer][i, :, len(p) :] = 1e4
-                                cache.values[layer][i, ..., len(p) :] = 1e4
+                                cache.values[layer][i, :, len(p) :] = 1e4
                         outs.append(torch.stack([decoder.decode(cache, drafts + 10 * s).float() for s in range(3)]))
             ends = [[len(p) + 3 * s + 3 for p in prompts] for s in range(3)]
             with self.subTest(dtype=dtype):

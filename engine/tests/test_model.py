@@ -98,14 +98,14 @@ class ModelTest(unittest.TestCase):
                 torch.testing.assert_close(model.decode(torch.tensor([7]), cache), full[:, 230], atol=1e-4, rtol=1e-4)
 
     def test_cache_layout_round_trips(self):
-        """Values lie positions last (the decode step's fast layout); `write`, `attended`, `row` and
-        `put_row` give back what was written, in the model's [rows, heads, positions, head_dim]."""
+        """Keys and values lie [rows, heads, positions, head_dim] (the fused kernel's layout); `write`,
+        `attended`, `row` and `put_row` give back what was written."""
         model = micro_model()
         c = model.config
         cache = KVCache.empty(c, 2, 16, torch.float32)
         k, v = torch.randn(2, c.n_heads, 5, c.head_dim), torch.randn(2, c.n_heads, 5, c.head_dim)
         cache.write(0, k, v, start=3)
-        self.assertEqual(tuple(cache.values[0].shape), (2, c.n_heads, c.head_dim, 16))
+        self.assertEqual(tuple(cache.values[0].shape), (2, c.n_heads, 16, c.head_dim))
         keys, values = cache.attended(0, 8)
         torch.testing.assert_close(keys[:, :, 3:8], k, rtol=0, atol=0)
         torch.testing.assert_close(values[:, :, 3:8], v, rtol=0, atol=0)
@@ -134,7 +134,7 @@ class ModelTest(unittest.TestCase):
             self.assertEqual((cache.rows, cache.allocated_rows, cache.capacity), (4, 4, 10))
             self.assertEqual(cache.keys[0].data_ptr(), storage)
             self.assertEqual(cache.lens.tolist(), [3, 1, 3, 2])
-            torch.testing.assert_close(cache.values[0][3, ..., :2], extra.values[0][0, ..., :2])
+            torch.testing.assert_close(cache.values[0][3, :, :2], extra.values[0][0, :, :2])
             torch.testing.assert_close(cache.keys[1][1, :, :1], before[1][3, :, :1])
             cache.merge(extra)  # past the allocation: it grows to exactly the rows held
             self.assertEqual((cache.rows, cache.allocated_rows), (5, 5))
