@@ -77,28 +77,88 @@ INLINE float sum8(__m256 a) {
   return _mm_cvtss_f32(s);
 }
 
+/* out[0 .. 8) = scale * q . k[p + j] for j < 8 (rounded to bf16 with a bf16 cache): one query, each key's
+ * products summed across the lanes at the end. */
+INLINE void scores8(const float *q, const void *k, int64_t p, int d, __m256 scale8, float *out, const int bf16) {
+  __m256 a[8];
+  for (int j = 0; j < 8; j++) a[j] = _mm256_setzero_ps();
+  for (int c = 0; c < d; c += 8) {
+    __m256 qc = _mm256_loadu_ps(q + c);
+    for (int j = 0; j < 8; j++) a[j] = _mm256_fmadd_ps(qc, load8(k, (p + j) * d + c, bf16), a[j]);
+  }
+  __m256 s = _mm256_mul_ps(sums8(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]), scale8);
+  _mm256_storeu_ps(out, bf16 ? round_bf16(s) : s);
+}
+
+/* Queries whose scores are held at once: with ~100 new queries a row (an extend), all of them over
+ * ~700 positions were ~550 KB, past a core's L2 by the time the softmax and the values read them back;
+ * a chunk's are ~130 KB, beside the row's keys and values. Each chunk also computes only the positions
+ * its last query sees. A multiple of GROUP. */
+#define CHUNK 48
+
+/* Queries and keys per block of `scores_of`'s many-query path. */
+#define BLOCK_QUERIES 4
+#define BLOCK_KEYS 16
+
+/* The scores of BLOCK_QUERIES queries (qs apart) against BLOCK_KEYS keys given transposed (kt[c * 16 +
+ * j]: key j's column c, `transposed_keys`), to out[t * n + j]: a small GEMM with the 4 x 2 accumulators in registers, one
+ * key column and four query elements loaded per step. */
+INLINE void scores_block(const float *q, int64_t qs, const float *kt, int d, __m256 scale8, float *out, int64_t n,
+                         const int bf16) {
+  __m256 a[BLOCK_QUERIES][2];
+  for (int t = 0; t < BLOCK_QUERIES; t++) a[t][0] = a[t][1] = _mm256_setzero_ps();
+  for (int c = 0; c < d; c++) {
+    const __m256 k0 = _mm256_loadu_ps(kt + c * BLOCK_KEYS), k1 = _mm256_loadu_ps(kt + c * BLOCK_KEYS + 8);
+    for (int t = 0; t < BLOCK_QUERIES; t++) {
+      const __m256 qc = _mm256_broadcast_ss(q + t * qs + c);
+      a[t][0] = _mm256_fmadd_ps(qc, k0, a[t][0]);
+      a[t][1] = _mm256_fmadd_ps(qc, k1, a[t][1]);
+    }
+  }
+  for (int t = 0; t < BLOCK_QUERIES; t++)
+    for (int h = 0; h < 2; h++) {
+      __m256 x = _mm256_mul_ps(a[t][h], scale8);
+      _mm256_storeu_ps(out + t * n + 8 * h, bf16 ? round_bf16(x) : x);
+    }
+}
+
+/* A row and head's first n keys in blocks of BLOCK_KEYS, each transposed: kt[(p / 16) * 16 d + c * 16 +
+ * p % 16] = k[p][c] (as fp32), for `scores_block`. Once per row and head: every chunk of queries reads
+ * them. */
+INLINE void transposed_keys(const void *k, int64_t n, int d, float *kt, const int bf16) {
+  for (int64_t p = 0; p + BLOCK_KEYS <= n; p += BLOCK_KEYS)
+    for (int j = 0; j < BLOCK_KEYS; j++)
+      for (int c = 0; c < d; c++) kt[p * d + c * BLOCK_KEYS + j] = load1(k, (p + j) * d + c, bf16);
+}
+
 /* scores[t * n + p] = scale * q[t] . k[p] for p < n (rounded to bf16 with a bf16 cache), query t at
  * q + t * qs; d a multiple of 8. Meanwhile the values of the same positions (laid out as the keys) are
- * fetched into the core's L2 for `weighted_values`, so that both streams are in flight at once. */
-INLINE void scores_of(const float *q, int64_t qs, const void *k, int64_t n, int t_count, int d, float scale,
-                      float *scores, const void *v, const int bf16) {
+ * fetched into the core's L2 for `weighted_values`, so that both streams are in flight at once.
+ *
+ * With `kt` (the keys transposed, `transposed_keys`; for many queries: a prefix-cache extend feeds ~100
+ * new ids a row) the whole blocks of 16 keys go through `scores_block`, 4 queries at a time: a product
+ * per FMA lane and no sums across lanes, where the one-query path spends about a third of its
+ * instructions reducing (docs/engine.md). A decode step's one to five queries take the one-query path. */
+INLINE void scores_of(const float *q, int64_t qs, const void *k, const float *kt, int64_t n, int t_count, int d,
+                      float scale, float *scores, const void *v, const int bf16) {
   const int shift = bf16 ? 1 : 2; /* bytes per element: 1 << shift */
   const __m256 scale8 = _mm256_set1_ps(scale);
   int64_t p = 0;
+  if (kt) {
+    for (; p + BLOCK_KEYS <= n; p += BLOCK_KEYS) {
+      for (int64_t byte = (p * d) << shift, last = ((p + BLOCK_KEYS) * d) << shift; byte < last; byte += 64)
+        _mm_prefetch((const char *)v + byte, _MM_HINT_T1);
+      int t = 0;
+      for (; t + BLOCK_QUERIES <= t_count; t += BLOCK_QUERIES)
+        scores_block(q + t * qs, qs, kt + p * d, d, scale8, scores + t * n + p, n, bf16);
+      for (; t < t_count; t++)
+        for (int j = 0; j < BLOCK_KEYS; j += 8) scores8(q + t * qs, k, p + j, d, scale8, scores + t * n + p + j, bf16);
+    }
+  }
   for (; p + 8 <= n; p += 8) {
     for (int64_t byte = (p * d) << shift, last = ((p + 8) * d) << shift; byte < last; byte += 64)
       _mm_prefetch((const char *)v + byte, _MM_HINT_T1);
-    for (int t = 0; t < t_count; t++) {
-      const float *qt = q + t * qs;
-      __m256 a[8];
-      for (int j = 0; j < 8; j++) a[j] = _mm256_setzero_ps();
-      for (int c = 0; c < d; c += 8) {
-        __m256 qc = _mm256_loadu_ps(qt + c);
-        for (int j = 0; j < 8; j++) a[j] = _mm256_fmadd_ps(qc, load8(k, (p + j) * d + c, bf16), a[j]);
-      }
-      __m256 s = _mm256_mul_ps(sums8(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]), scale8);
-      _mm256_storeu_ps(scores + t * n + p, bf16 ? round_bf16(s) : s);
-    }
+    for (int t = 0; t < t_count; t++) scores8(q + t * qs, k, p, d, scale8, scores + t * n + p, bf16);
   }
   for (; p < n; p++) {
     for (int t = 0; t < t_count; t++) {
@@ -190,6 +250,7 @@ typedef struct {
   const int64_t *ends, *counts, *firsts;
   int64_t rows, heads, d, q_position, q_head, key_row, key_head, value_row, value_head;
   float scale;
+  int64_t scratch; /* floats of scores in a job's buffer; the transposed keys follow them */
 } attention_args;
 
 /* One row and head (`job`): its queries' scores, softmax and weighted values, `scores` its buffer. */
@@ -202,19 +263,26 @@ INLINE void attend_job(const attention_args *a, int64_t job, float *scores, cons
   float *out = a->out + (a->firsts[b] * a->heads + h) * d;
   const int64_t out_stride = a->heads * d;
   float norm[GROUP];
-  scores_of(q, a->q_position, k, n, (int)t_count, (int)d, a->scale, scores, v, bf16);
   /* The next job's keys (this thread's next, when it runs alone), fetched during the values pass. */
   int64_t after = job + 1 < a->rows * a->heads ? job + 1 : job;
   const char *next = (const char *)a->keys + (((after / a->heads) * a->key_row + (after % a->heads) * a->key_head) << shift);
   int64_t lines = after == job ? 0 : (a->ends[after / a->heads] * d << shift) / 64;
-  for (int64_t first = 0; first < t_count; first += GROUP) {
-    int group = (int)(t_count - first < GROUP ? t_count - first : GROUP);
-    for (int t = 0; t < group; t++) {
-      int64_t query = first + t;
-      norm[t] = softmax_of(scores + query * n, n - t_count + query + 1, n, bf16);
+  float *kt = t_count >= 2 * BLOCK_QUERIES ? scores + a->scratch : NULL;
+  if (kt) transposed_keys(k, n, (int)d, kt, bf16);
+  for (int64_t chunk = 0; chunk < t_count; chunk += CHUNK) {
+    /* The chunk's queries and the positions its last one sees (m): its scores, m apart. */
+    int64_t size = t_count - chunk < CHUNK ? t_count - chunk : CHUNK, m = n - t_count + chunk + size;
+    scores_of(q + chunk * a->q_position, a->q_position, k, kt, m, (int)size, (int)d, a->scale, scores, v, bf16);
+    for (int64_t first = 0; first < size; first += GROUP) {
+      int group = (int)(size - first < GROUP ? size - first : GROUP);
+      for (int t = 0; t < group; t++) {
+        int64_t query = first + t;
+        norm[t] = softmax_of(scores + query * m, m - size + query + 1, m, bf16);
+      }
+      int64_t start = chunk + first;
+      weighted_values(scores + first * m, v, m, group, (int)d, norm, out + start * out_stride, out_stride, next,
+                      start == 0 ? lines : 0, bf16);
     }
-    weighted_values(scores + first * n, v, n, group, (int)d, norm, out + first * out_stride, out_stride, next,
-                    first == 0 ? lines : 0, bf16);
   }
 }
 
@@ -237,10 +305,13 @@ int coa_attend_rows(const float *q, const void *keys, const void *values, float 
     longest = ends[b] > longest ? ends[b] : longest;
     most = counts[b] > most ? counts[b] : most;
   }
+  /* A job's buffer: the scores of up to CHUNK queries, then, for many queries, the keys transposed. */
+  const int64_t scratch = (most < CHUNK ? most : CHUNK) * longest;
+  const int64_t per_thread = scratch + (most >= 2 * BLOCK_QUERIES ? longest * d : 0);
   const attention_args a = {q, keys, values, out, ends, counts, firsts, rows, heads, d, q_position, q_head,
-                            key_row, key_head, value_row, value_head, scale};
+                            key_row, key_head, value_row, value_head, scale, scratch};
   void (*job_of)(const attention_args *, int64_t, float *) = bf16 ? job_bf16 : job_fp32;
-  float *buffer = malloc(sizeof(float) * (size_t)(threads * most * longest));
+  float *buffer = malloc(sizeof(float) * (size_t)(threads * per_thread));
   if (!buffer) {
     free(firsts);
     return -1;
@@ -248,7 +319,7 @@ int coa_attend_rows(const float *q, const void *keys, const void *values, float 
 #pragma omp parallel for num_threads(threads) schedule(dynamic) if (threads > 1)
   for (int64_t job = 0; job < rows * heads; job++) {
 #ifdef _OPENMP
-    job_of(&a, job, buffer + omp_get_thread_num() * most * longest);
+    job_of(&a, job, buffer + omp_get_thread_num() * per_thread);
 #else
     job_of(&a, job, buffer);
 #endif

@@ -156,18 +156,24 @@ def attend_rows_fused(
     return out.to(q.dtype)
 
 
-def usable(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> bool:
-    """Whether the kernel takes these tensors: built, all fp32 or all bf16 on the CPU, the layouts it
-    reads, and a head width of whole AVX2 vectors."""
+def fused_over(keys: torch.Tensor, values: torch.Tensor, dtype: torch.dtype) -> bool:
+    """Whether the kernel attends queries of `dtype` over this cache's keys and values: built, all fp32
+    or all bf16 on the CPU, the cache's layout (`KVCache`), and a head width of whole AVX2 vectors."""
+    d = keys.shape[-1]
     return (
         attention_kernel() is not None
-        and q.device.type == "cpu"
-        and q.dtype == keys.dtype == values.dtype
-        and q.dtype in (torch.float32, torch.bfloat16)
-        and q.shape[-1] % 8 == 0
-        and q.stride(2) == 1
-        and all(kv.stride(3) == 1 and kv.stride(2) == q.shape[-1] for kv in (keys, values))
+        and keys.device.type == "cpu"
+        and dtype == keys.dtype == values.dtype
+        and dtype in (torch.float32, torch.bfloat16)
+        and d % 8 == 0
+        and all(kv.stride(3) == 1 and kv.stride(2) == d for kv in (keys, values))
     )
+
+
+def usable(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> bool:
+    """Whether the kernel takes these tensors (`fused_over`, and queries [N, H, D] on the CPU with
+    contiguous heads)."""
+    return fused_over(keys, values, q.dtype) and q.device.type == "cpu" and q.stride(2) == 1 and q.shape[-1] == keys.shape[-1]
 
 
 def attend_rows(

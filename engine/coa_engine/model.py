@@ -331,6 +331,14 @@ class Attention(nn.Module):
         if cache is not None:
             cache.write(layer, k, v, start)
         extending = cache is not None and start > 0
+        if extending and bias is None:
+            # The decode step's fused kernel (`Transformer.extend` chose it): each row's t new queries
+            # over its start + t positions, causal among themselves, no mask needed.
+            # [N, H, D], cast as autocast casts a matmul's input (rotation made bf16 queries fp32)
+            queries = q.transpose(1, 2).reshape(b * t, self.n_heads, self.head_dim).to(cache.keys[layer].dtype)
+            scale = 1.0 / math.sqrt(self.head_dim)
+            y = torch.ops.coa.attend_rows(queries, cache.keys[layer], cache.values[layer], [start + t] * b, [t] * b, scale)
+            return self.out(y.view(b, t, -1))
         if extending:
             # Keys up to a multiple of EXTEND_BLOCK past the new ids (`bias` masks what lies beyond
             # each query; what the allocation holds there is finite), so that the shapes repeat.
@@ -476,20 +484,27 @@ class Transformer(nn.Module):
         positions already in `cache` (a prefix-cache hit): the prefill of only a prompt's new tokens.
         With `last`, only the last position's, [B, V] (what sampling starts from).
 
-        The ids are padded to a multiple of EXTEND_BLOCK where the cache has room: the padding's keys
-        and values land past the rows' lengths, where the tokens decoded next overwrite them, and no
-        real position attends to them (they come after it)."""
+        In bf16 the ids are padded to a multiple of EXTEND_BLOCK where the cache has room (oneDNN's
+        kernels are built per shape): the padding's keys and values land past the rows' lengths, where
+        the tokens decoded next overwrite them, and no real position attends to them (they come after
+        it). In fp32 (OpenBLAS: nothing built per shape) the padding was only more work. On a CPU the
+        attention is the decode step's fused kernel (`attention.fused_over`): torch's (GEMMs per head,
+        an unvectorized softmax, the mask) took about half of a `micro` extend (docs/engine.md)."""
         t = ids.shape[1]
         if start + t > cache.capacity:
             raise ValueError("KV cache is too small for the extended prompt")
         room = min(cache.capacity, self.config.max_seq_len) - start
-        padded = min(round_up(t, EXTEND_BLOCK), room)
+        dtype = matmul_dtype(ids.device)
+        padded = min(round_up(t, EXTEND_BLOCK if dtype != torch.float32 else 1), room)
         cache.reserve(start + padded)
         cos, sin = (r[start : start + padded][None, None] for r in (self.rope_cos, self.rope_sin))
-        # -inf on every key after a query's position, over all the positions the cache holds.
-        bias = torch.full(
-            (padded, cache.positions), float("-inf"), dtype=matmul_dtype(ids.device), device=ids.device
-        ).triu(start + 1)
+        # -inf on every key after a query's position, over all the positions the cache holds; none for the
+        # kernel, whose loops stop at each query's position (`Attention.forward` takes None as the sign).
+        bias = (
+            None
+            if attention.fused_over(cache.keys[0], cache.values[0], dtype)
+            else torch.full((padded, cache.positions), float("-inf"), dtype=dtype, device=ids.device).triu(start + 1)
+        )
         x = self.embed(F.pad(ids, (0, padded - t), value=0))
         for i, block in enumerate(self.blocks):
             x = block(x, cos, sin, bias, i, cache, start=start)
@@ -546,7 +561,7 @@ class Transformer(nn.Module):
             # Row by row (`attention`): with the fused kernel always (fp32, or bf16 over a bf16 cache:
             # the engine's), each row over its own positions and feeding only its own ids; in torch ops
             # only for an fp32 speculative step of rows that leave enough of the span unread.
-            fused = attention.attention_kernel() is not None and cache.keys[0].dtype == w.dtype
+            fused = attention.fused_over(cache.keys[0], cache.values[0], w.dtype)
             if fused or (fp32 and t > 1 and b > 1):
                 row_ends = after.tolist()
                 if fused or sum(row_ends) <= ROW_ATTENTION_FILL * b * span:

@@ -112,6 +112,22 @@ class FusedAttentionTest(unittest.TestCase):
                 self.assertGreater((got == expected.bfloat16()).float().mean().item(), 0.97)
                 torch.testing.assert_close(got.double(), expected, rtol=2**-7, atol=2**-7)
 
+    def test_an_extends_many_queries(self):
+        """A prefix-cache extend: ~100 new queries a row go through blocks of 16 transposed keys, 4
+        queries at a time, in chunks of 48 queries (each over only the positions its last query sees);
+        query counts that leave 1-3 queries past the blocks and a short last chunk, rows of fewer
+        positions than a block, and bf16 within its rounding."""
+        for t, d in ((8, 32), (48, 64), (51, 32), (103, 64)):
+            ends = [t, t + 5, t + 300, t + 1000]
+            with self.subTest(t=t, d=d):
+                self.check(len(ends), 2, t, d, ends, threads=2)
+                q, keys, values, counts, scale = case(len(ends), 2, t, d, ends)
+                q, keys, values = q.bfloat16(), keys.bfloat16(), values.bfloat16()
+                expected = bf16_attention_reference(q, keys, values, ends, counts, scale)
+                got = attention.attend_rows_fused(q, keys, values, ends, counts, scale)
+                self.assertGreater((got == expected.bfloat16()).float().mean().item(), 0.97)
+                torch.testing.assert_close(got.double(), expected, rtol=2**-7, atol=2**-7)
+
     def test_long_rows_and_several_threads(self):
         self.check(6, 4, 5, 64, [1000, 5, 700, 2048, 513, 64], threads=2)
         self.check(3, 2, 1, 32, [1500, 2, 33], threads=3)

@@ -1,7 +1,9 @@
 import unittest
+from unittest import mock
 
 import torch
 
+from coa_engine import attention
 from coa_engine import model as model_module
 from coa_engine.model import PRESETS, KVCache, Transformer, matmul_dtype, preset_config
 from coa_engine.precision import autocast
@@ -77,25 +79,45 @@ class ModelTest(unittest.TestCase):
             torch.testing.assert_close(merged.keys[0][0, :, :3], a.keys[0][1, :, :3])
             torch.testing.assert_close(merged.keys[0][1, :, :2], b.keys[0][0, :, :2])
 
-    def test_extend_pads_its_new_ids_to_a_block_and_stays_exact(self):
-        """80 new ids after 150 cached are prefilled as 128 (EXTEND_BLOCK): the real positions' logits,
-        the row's length and the next decoded token are those of the unpadded sequence."""
+    def test_extend_stays_exact_with_the_kernel_and_without(self):
+        """80 new ids after 150 cached: the real positions' logits, the row's length and the next decoded
+        token are those of the whole sequence, whether the fused kernel attends (on a CPU where it
+        builds) or torch's ops do. Unpadded in fp32; in bf16 padded to 128 (EXTEND_BLOCK), the kernel's
+        logits within bf16 rounding of torch's (each rounds scores and weights where the other does)."""
         self.assertEqual(model_module.EXTEND_BLOCK, 64)
         model = micro_model(max_seq_len=512)
         ids = torch.randint(3, TOKENIZER.vocab_size, (1, 230))
+        kernels = {"kernel": attention.attention_kernel(), "torch ops": None}
+
+        def extended(dtype, kernel, last):
+            cache_dtype = torch.bfloat16 if dtype == "bf16" else torch.float32
+            fused = mock.patch.object(attention, "attend_rows_fused", wraps=attention.attend_rows_fused)
+            with torch.no_grad(), autocast(dtype), mock.patch.object(attention, "attention_kernel", lambda: kernel):
+                cache = KVCache.empty(model.config, 1, 400, cache_dtype, holding=150)
+                model(ids[:, :150], cache)
+                with fused as calls:
+                    out = model.extend(ids[:, 150:], cache, 150, last=last)
+                self.assertEqual(calls.call_count, model.config.n_layers if kernel else 0)
+                self.assertEqual(cache.lens.tolist(), [230])
+                fed = 128 if dtype == "bf16" else 80
+                self.assertEqual(cache.positions, 150 + fed + model_module.GROW_POSITIONS)
+                return out.float(), model.decode(torch.tensor([7]), cache).float()
+
         with torch.no_grad():
             full = model(torch.cat((ids, torch.tensor([[7]])), dim=1))
-            for last in (False, True):
-                cache = KVCache.empty(model.config, 1, 400, torch.float32)
-                model(ids[:, :150], cache)
-                out = model.extend(ids[:, 150:], cache, 150, last=last)
-                self.assertEqual(cache.lens.tolist(), [230])
-                self.assertGreaterEqual(cache.positions, 150 + 128)
-                expected = full[:, 229] if last else full[:, 150:230]
-                # Other GEMM shapes, other last bits (the decode test above allows 1e-4 too); a pad
-                # attended to would move these logits by far more.
-                torch.testing.assert_close(out, expected, atol=1e-4, rtol=1e-4)
-                torch.testing.assert_close(model.decode(torch.tensor([7]), cache), full[:, 230], atol=1e-4, rtol=1e-4)
+        for last in (False, True):
+            expected = full[:, 229] if last else full[:, 150:230]
+            for name, kernel in kernels.items():
+                with self.subTest(last=last, path=name):
+                    out, step = extended("fp32", kernel, last)
+                    # Other GEMM shapes, other last bits (the decode tests allow 1e-4 too); a pad
+                    # attended to would move these logits by far more.
+                    torch.testing.assert_close(out, expected, atol=1e-4, rtol=1e-4)
+                    torch.testing.assert_close(step, full[:, 230], atol=1e-4, rtol=1e-4)
+            if kernels["kernel"] is not None:
+                fused, unfused = (extended("bf16", kernel, last) for kernel in kernels.values())
+                for a, b in zip(fused, unfused):
+                    self.assertLess((a - b).abs().max().item(), 2**-5 * b.abs().max().item())
 
     def test_cache_layout_round_trips(self):
         """Keys and values lie [rows, heads, positions, head_dim] (the fused kernel's layout); `write`,
