@@ -77,6 +77,19 @@ def build(compiler: str | None = None) -> Path:
 # Why the kernel is not in use, once `attention_kernel` has been asked (`state`).
 _not_used: str | None = None
 
+# Threads the kernel runs on (`use_threads`); None: torch's count on the calling thread.
+_threads: int | None = None
+
+
+def use_threads(threads: int | None) -> None:
+    """Every later kernel call runs on `threads` threads, whatever torch's count on the calling thread.
+    The engine gives it all of its CPUs while generation runs torch on one fewer: the attention reads
+    the keys and values from memory, and one core's loads leave bandwidth unused (28 rows of `micro`
+    at 600-1,300 positions, 2-core AVX2 EPYC: 7.7-9.9 GB/s on one thread, 14.7-16.2 on two), where
+    torch's ~200 small ops a step each wait for the core the client holds (docs/engine.md)."""
+    global _threads
+    _threads = threads
+
 
 @functools.lru_cache(maxsize=None)
 def attention_kernel() -> ctypes.CDLL | None:
@@ -101,11 +114,11 @@ def attention_kernel() -> ctypes.CDLL | None:
 
 
 def state() -> dict:
-    """For /info: whether decoding on a CPU runs the fused kernel, and if not, why. Asks nothing of the
-    compiler: an engine that has not decoded on a CPU reports the kernel as not loaded."""
+    """For /info: whether decoding on a CPU runs the fused kernel, on how many threads, and if not, why.
+    Asks nothing of the compiler: an engine that has not decoded on a CPU reports it as not loaded."""
     loaded = attention_kernel.cache_info().currsize > 0
     if loaded and attention_kernel() is not None:
-        return {"fused": True}
+        return {"fused": True, "threads": _threads or torch.get_num_threads()}
     return {"fused": False, "reason": _not_used if loaded else "not loaded (no decoding on a CPU yet)"}
 
 
@@ -148,7 +161,7 @@ def attend_rows_fused(
     status = lib.coa_attend_rows(
         queries.data_ptr(), keys.data_ptr(), values.data_ptr(), out.data_ptr(), lengths.data_ptr(), fed.data_ptr(),
         len(ends), h, d, queries.stride(0), queries.stride(1), keys.stride(0), keys.stride(1),
-        values.stride(0), values.stride(1), scale, torch.get_num_threads(),
+        values.stride(0), values.stride(1), scale, _threads or torch.get_num_threads(),
         int(keys.dtype == torch.bfloat16),
     )  # fmt: skip
     if status != 0:

@@ -77,6 +77,7 @@ class Worker:
         self.expected_tags = tags
         self.gate = ModelGate(threads)
         self.generation_threads = generation_threads
+        attention.use_threads(threads)  # generation's too: the kernel is bound by memory, not the core
         self.started = time.time()
         # The HTTP server's open connections against its limit (server.ConnectionLimit), once serving.
         self.connections = None

@@ -229,6 +229,29 @@ class KernelBuildTest(unittest.TestCase):
             finally:
                 worker.sampler.close()
 
+    def test_it_runs_on_all_of_the_engines_threads(self):
+        """An engine gives the kernel all of its threads (`--threads`) while generation runs torch on one
+        fewer (the kernel is bound by memory, not by the core); /info says how many."""
+        from coa_engine.worker import Worker
+
+        worker = Worker(preset="micro", device="cpu", dtype="fp32", threads=2, generation_threads=1)
+        real, threads = attention.attention_kernel(), []
+
+        class Recorder:
+            def coa_attend_rows(self, *args):
+                threads.append(args[-2])
+                return real.coa_attend_rows(*args)
+
+        try:
+            self.assertEqual(worker.info()["decode_attention"], {"fused": True, "threads": 2})
+            q, keys, values, counts, scale = case(2, 2, 1, 32, [5, 9])
+            with mock.patch.object(attention, "attention_kernel", Recorder), mock.patch.object(torch, "get_num_threads", lambda: 1):
+                attention.attend_rows_fused(q, keys, values, [5, 9], counts, scale)
+            self.assertEqual(threads, [2])
+        finally:
+            worker.sampler.close()
+            attention.use_threads(None)
+
     def test_disabled_by_the_environment(self):
         attention.attention_kernel.cache_clear()
         try:

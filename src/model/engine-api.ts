@@ -119,8 +119,10 @@ export const EngineInfo = z.object({
   malloc: z.object({ tuned: z.boolean() }).passthrough().optional(),
   /** OpenBLAS's own thread pool beside torch's, and libgomp's spin count (engine/coa_engine/blas.py). */
   blas: z.object({ openblas_pool: z.boolean(), openmp_spin: z.string().nullable() }).optional(),
-  /** Whether decoding on a CPU (fp32, or bf16 over a bf16 cache) runs the fused attention kernel (engine/coa_engine/attention.c), and if not, why. */
-  decode_attention: z.object({ fused: z.boolean(), reason: z.string().optional() }).optional(),
+  /** Whether decoding on a CPU (fp32, or bf16 over a bf16 cache) runs the fused attention kernel (engine/coa_engine/attention.c), on how many threads, and if not, why. */
+  decode_attention: z
+    .object({ fused: z.boolean(), threads: z.number().int().optional(), reason: z.string().optional() })
+    .optional(),
   checkpoint: z.string().nullable(),
   step: z.number().int(),
   optimizer: OptimizerConfig,
