@@ -53,10 +53,14 @@ class NgramDrafter:
         ids, n = row.ids, self.n
         if limit <= 0 or len(ids) < n:
             return []
-        # Enter the n-grams that gained a successor since the last call (each id once per row).
-        for s in range(row.indexed, len(ids) - n):
-            row.starts[tuple(ids[s : s + n])] = s
-        row.indexed = max(row.indexed, len(ids) - n)
+        # Enter the n-grams that gained a successor since the last call (each id once per row), later
+        # starts replacing earlier ones; zipped shifted slices rather than a slice per start: a turn's
+        # first call indexes its whole prompt (~500 ids in the demo's evaluation).
+        first, end = row.indexed, len(ids) - n
+        if first < end:
+            grams = zip(*(ids[first + i : end + i] for i in range(n)))
+            row.starts.update(zip(grams, range(first, end)))
+            row.indexed = end
         key = tuple(ids[-n:])
         start = row.starts.get(key)
         if start is not None:

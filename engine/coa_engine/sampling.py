@@ -110,6 +110,11 @@ class Row:
     draft: list[int] = field(default_factory=list)
     fed: int = 0
 
+    def __post_init__(self):
+        # The last byte of each stop string: a stop completed by a token's bytes ends in them, so a token
+        # without any of these completes none (`_emit` skips the search for most tokens).
+        self.stop_ends = frozenset(s[-1] for s in self.stops)
+
 
 def row_generator(seed: int | None, index: int) -> torch.Generator:
     g = torch.Generator()
@@ -879,7 +884,7 @@ class Sampler:
             r.context.ids.append(t)
         added = self.tokenizer.token_bytes(t)
         r.text += added
-        hit = find_stop(r.text, len(added), r.stops) if added and r.stops else None
+        hit = find_stop(r.text, len(added), r.stops) if not r.stop_ends.isdisjoint(added) else None
         if hit is not None:
             r.finish_reason, r.stop_reason, r.stop_span = "stop", r.params.stop[hit[0]], hit[1:]
         elif t == self.tokenizer.eos_id and not r.params.ignore_eos:
