@@ -289,6 +289,13 @@ INLINE void attend_job(const attention_args *a, int64_t job, float *scores, cons
 static void job_fp32(const attention_args *a, int64_t job, float *scores) { attend_job(a, job, scores, 0); }
 static void job_bf16(const attention_args *a, int64_t job, float *scores) { attend_job(a, job, scores, 1); }
 
+/* Bytes of keys and values a call reads before it runs on more than one thread. A second thread reads
+ * from memory beside the first (28 `micro` rows at 600-1,300 positions, 27 MB a layer: a decode step
+ * 8.4 -> 6.5 ms on a 2-core AVX2 EPYC), but waking it between calls, while torch's ops ran, took up to
+ * a millisecond on that VM: with less to read (one row, an extend's 4 heads, 32 short `tiny` rows at
+ * 7 MB) two threads were as fast or slower (docs/engine.md). */
+#define PARALLEL_BYTES (16LL << 20)
+
 /* Returns 0, or -1 if a buffer could not be allocated. `counts[b]` >= 1 new queries for row b, `ends[b]`
  * >= counts[b] its positions; `bf16`: 1 if keys and values are bf16 (as uint16), 0 if fp32. Strides are
  * in elements. */
@@ -300,11 +307,15 @@ int coa_attend_rows(const float *q, const void *keys, const void *values, float 
   if (threads < 1) threads = 1;
   int64_t longest = 0, most = 0, *firsts = malloc(sizeof(int64_t) * (size_t)rows);
   if (!firsts) return -1;
+  int64_t positions = 0;
   for (int64_t b = 0, first = 0; b < rows; first += counts[b++]) {
     firsts[b] = first;
     longest = ends[b] > longest ? ends[b] : longest;
     most = counts[b] > most ? counts[b] : most;
+    positions += ends[b];
   }
+  /* Keys and values bytes read; below PARALLEL_BYTES one thread. */
+  if ((positions * heads * d * 2) << (bf16 ? 1 : 2) < PARALLEL_BYTES) threads = 1;
   /* A job's buffer: the scores of up to CHUNK queries, then, for many queries, the keys transposed. */
   const int64_t scratch = (most < CHUNK ? most : CHUNK) * longest;
   const int64_t per_thread = scratch + (most >= 2 * BLOCK_QUERIES ? longest * d : 0);

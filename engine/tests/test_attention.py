@@ -129,7 +129,11 @@ class FusedAttentionTest(unittest.TestCase):
                 torch.testing.assert_close(got.double(), expected, rtol=2**-7, atol=2**-7)
 
     def test_long_rows_and_several_threads(self):
+        """Long rows, and calls that read enough (>= 16 MiB, PARALLEL_BYTES) to run on several threads,
+        each with its own buffers: the same numbers as one thread's."""
         self.check(6, 4, 5, 64, [1000, 5, 700, 2048, 513, 64], threads=2)
+        self.check(4, 8, 2, 64, [2000, 1990, 2040, 1500], threads=2, allocated_rows=4)  # 29 MiB
+        self.check(3, 8, 60, 64, [2048, 2000, 1100], threads=3, allocated_rows=3)  # 20 MiB, an extend's chunks
         self.check(3, 2, 1, 32, [1500, 2, 33], threads=3)
         self.check(4, 4, 0, 64, [1200, 6, 800, 90], counts=[6, 6, 1, 3], threads=2)
 
