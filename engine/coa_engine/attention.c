@@ -101,8 +101,8 @@ INLINE void scores8(const float *q, const void *k, int64_t p, int d, __m256 scal
 #define BLOCK_KEYS 16
 
 /* The scores of BLOCK_QUERIES queries (qs apart) against BLOCK_KEYS keys given transposed (kt[c * 16 +
- * j]: key j's column c, `transposed_keys`), to out[t * n + j]: a small GEMM with the 4 x 2 accumulators in registers, one
- * key column and four query elements loaded per step. */
+ * j]: key j's column c, `transposed_keys`), to out[t * n + j]: a small GEMM with its 4 x 2 accumulators
+ * in registers, one key column and four query elements loaded per step. */
 INLINE void scores_block(const float *q, int64_t qs, const float *kt, int d, __m256 scale8, float *out, int64_t n,
                          const int bf16) {
   __m256 a[BLOCK_QUERIES][2];
@@ -212,20 +212,22 @@ INLINE void weighted_columns(const float *w, const void *v, int64_t n, const int
     }
   }
   for (int t = 0; t < T; t++)
-    for (int i = 0; i < W; i++) _mm256_storeu_ps(out + t * os + c + 8 * i, _mm256_mul_ps(a[t][i], _mm256_set1_ps(norm[t])));
+    for (int i = 0; i < W; i++)
+      _mm256_storeu_ps(out + t * os + c + 8 * i, _mm256_mul_ps(a[t][i], _mm256_set1_ps(norm[t])));
 }
 
 /* Every column of T queries, in chunks of at most MOST vectors, fewer for the last columns (d is a
  * multiple of 8); only the first chunk fetches the next job's keys. */
-#define COLUMNS(T, MOST)                                                                                   \
-  for (int c = 0, width = MOST; c < d; c += 8 * width) {                                                  \
-    while (c + 8 * width > d) width /= 2;                                                                 \
-    switch (width) {                                                                                      \
-      case 8: weighted_columns(w, v, n, T, 8 < MOST ? 8 : MOST, d, c, norm, out, os, next, c ? 0 : lines, bf16); break; \
-      case 4: weighted_columns(w, v, n, T, 4 < MOST ? 4 : MOST, d, c, norm, out, os, next, c ? 0 : lines, bf16); break; \
-      case 2: weighted_columns(w, v, n, T, 2 < MOST ? 2 : MOST, d, c, norm, out, os, next, c ? 0 : lines, bf16); break; \
-      default: weighted_columns(w, v, n, T, 1, d, c, norm, out, os, next, c ? 0 : lines, bf16); break;       \
-    }                                                                                                     \
+#define COLUMNS(T, MOST)                                                                 \
+  for (int c = 0, width = MOST; c < d; c += 8 * width) {                                \
+    while (c + 8 * width > d) width /= 2;                                               \
+    const int64_t fetch = c ? 0 : lines;                                                \
+    switch (width) {                                                                    \
+      case 8: weighted_columns(w, v, n, T, 8 < MOST ? 8 : MOST, d, c, norm, out, os, next, fetch, bf16); break; \
+      case 4: weighted_columns(w, v, n, T, 4 < MOST ? 4 : MOST, d, c, norm, out, os, next, fetch, bf16); break; \
+      case 2: weighted_columns(w, v, n, T, 2 < MOST ? 2 : MOST, d, c, norm, out, os, next, fetch, bf16); break; \
+      default: weighted_columns(w, v, n, T, 1, d, c, norm, out, os, next, fetch, bf16); break;             \
+    }                                                                                   \
   }
 
 /* The values weighted by T = t_count queries' weights: a single query's 8 vectors of columns at once (8

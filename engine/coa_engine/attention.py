@@ -186,7 +186,8 @@ def fused_over(keys: torch.Tensor, values: torch.Tensor, dtype: torch.dtype) -> 
 def usable(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> bool:
     """Whether the kernel takes these tensors (`fused_over`, and queries [N, H, D] on the CPU with
     contiguous heads)."""
-    return fused_over(keys, values, q.dtype) and q.device.type == "cpu" and q.stride(2) == 1 and q.shape[-1] == keys.shape[-1]
+    cpu_queries = q.device.type == "cpu" and q.stride(2) == 1 and q.shape[-1] == keys.shape[-1]
+    return cpu_queries and fused_over(keys, values, q.dtype)
 
 
 def attend_rows(

@@ -144,10 +144,11 @@ GROW_POSITIONS = 64
 class KVCache:
     """Keys and values per layer, both [rows, heads, positions, head_dim]; row b holds `lens[b]` positions.
 
-    A row and head's values are one contiguous block, as its keys are: the fused decode attention
+    A row and head's values are one contiguous block, as its keys are: the fused attention
     (attention.c) reads a step's keys and values from memory as two streams per row and head, where
     values laid out with positions last (for torch's bf16 matmuls, before that kernel) were head_dim
-    short streams, ~1.5x slower to read on an AVX2 EPYC (docs/engine.md, "Values laid out as keys").
+    short streams: 1.7-1.8x slower for 32 rows of 24-184 positions on an AVX2 EPYC, about as fast for
+    rows of ~1,000 (docs/engine.md, "Values laid out as keys").
 
     `keys` and `values` are views of the first `rows` rows of a larger allocation, so that rows
     joining (`merge`) or leaving (`compact`) copy only those rows: with agent turns starting and
@@ -333,11 +334,12 @@ class Attention(nn.Module):
         extending = cache is not None and start > 0
         if extending and bias is None:
             # The decode step's fused kernel (`Transformer.extend` chose it): each row's t new queries
-            # over its start + t positions, causal among themselves, no mask needed.
-            # [N, H, D], cast as autocast casts a matmul's input (rotation made bf16 queries fp32)
-            queries = q.transpose(1, 2).reshape(b * t, self.n_heads, self.head_dim).to(cache.keys[layer].dtype)
+            # over its start + t positions, causal among themselves, no mask needed. The queries [N, H,
+            # D] cast as autocast casts a matmul's input (the rotation made bf16 queries fp32).
+            keys, values = cache.keys[layer], cache.values[layer]
+            queries = q.transpose(1, 2).reshape(b * t, self.n_heads, self.head_dim).to(keys.dtype)
             scale = 1.0 / math.sqrt(self.head_dim)
-            y = torch.ops.coa.attend_rows(queries, cache.keys[layer], cache.values[layer], [start + t] * b, [t] * b, scale)
+            y = torch.ops.coa.attend_rows(queries, keys, values, [start + t] * b, [t] * b, scale)
             return self.out(y.view(b, t, -1))
         if extending:
             # Keys up to a multiple of EXTEND_BLOCK past the new ids (`bias` masks what lies beyond

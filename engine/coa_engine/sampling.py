@@ -109,10 +109,11 @@ class Row:
     context: RowContext | None = None
     draft: list[int] = field(default_factory=list)
     fed: int = 0
+    # The last byte of each stop string: a stop completed by a token's bytes ends in them, so a token
+    # without any of these completes none (`_emit` skips the search for most tokens).
+    stop_ends: frozenset[int] = field(init=False, repr=False)
 
     def __post_init__(self):
-        # The last byte of each stop string: a stop completed by a token's bytes ends in them, so a token
-        # without any of these completes none (`_emit` skips the search for most tokens).
         self.stop_ends = frozenset(s[-1] for s in self.stops)
 
 

@@ -235,7 +235,8 @@ class KernelBuildTest(unittest.TestCase):
 
     def test_it_runs_on_all_of_the_engines_threads(self):
         """An engine gives the kernel all of its threads (`--threads`) while generation runs torch on one
-        fewer (the kernel is bound by memory, not by the core); /info says how many."""
+        fewer (the kernel is bound by memory, not by the core; it uses them for calls that read 16 MiB
+        or more, PARALLEL_BYTES); /info says how many."""
         from coa_engine.worker import Worker
 
         worker = Worker(preset="micro", device="cpu", dtype="fp32", threads=2, generation_threads=1)
