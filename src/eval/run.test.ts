@@ -89,7 +89,8 @@ describe("evaluate", () => {
 
     const lines = (await readFile(path.join(outDir, "trajectories.jsonl"), "utf8")).trim().split("\n");
     expect(lines).toHaveLength(4);
-    const first = JSON.parse(lines[0]!);
+    // Episodes run concurrently and are written as they finish: find task a's rather than the first line.
+    const first = lines.map((line) => JSON.parse(line)).find((t) => t.taskId === "a");
     expect(first.origin).toBe("eval");
     expect(first.version).toBe(2);
     expect(first.meta.eval).toMatchObject({ scorer: expect.any(String), error: null, answers: ["Denmoor"] });
