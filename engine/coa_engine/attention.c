@@ -99,6 +99,9 @@ INLINE void scores8(const float *q, const void *k, int64_t p, int d, __m256 scal
 /* Queries and keys per block of `scores_of`'s many-query path. */
 #define BLOCK_QUERIES 4
 #define BLOCK_KEYS 16
+/* Queries a row needs for that path: its keys are transposed once per row and head (`attend_job`), and
+ * a call whose rows have this many holds room for them (`coa_attend_rows`). */
+#define TRANSPOSED_FROM (2 * BLOCK_QUERIES)
 
 /* The scores of BLOCK_QUERIES queries (qs apart) against BLOCK_KEYS keys given transposed (kt[c * 16 +
  * j]: key j's column c, `transposed_keys`), to out[t * n + j]: a small GEMM with its 4 x 2 accumulators
@@ -269,7 +272,7 @@ INLINE void attend_job(const attention_args *a, int64_t job, float *scores, cons
   int64_t after = job + 1 < a->rows * a->heads ? job + 1 : job;
   const char *next = (const char *)a->keys + (((after / a->heads) * a->key_row + (after % a->heads) * a->key_head) << shift);
   int64_t lines = after == job ? 0 : (a->ends[after / a->heads] * d << shift) / 64;
-  float *kt = t_count >= 2 * BLOCK_QUERIES ? scores + a->scratch : NULL;
+  float *kt = t_count >= TRANSPOSED_FROM ? scores + a->scratch : NULL;
   if (kt) transposed_keys(k, n, (int)d, kt, bf16);
   for (int64_t chunk = 0; chunk < t_count; chunk += CHUNK) {
     /* The chunk's queries and the positions its last one sees (m): its scores, m apart. */
@@ -320,7 +323,7 @@ int coa_attend_rows(const float *q, const void *keys, const void *values, float 
   if ((positions * heads * d * 2) << (bf16 ? 1 : 2) < PARALLEL_BYTES) threads = 1;
   /* A job's buffer: the scores of up to CHUNK queries, then, for many queries, the keys transposed. */
   const int64_t scratch = (most < CHUNK ? most : CHUNK) * longest;
-  const int64_t per_thread = scratch + (most >= 2 * BLOCK_QUERIES ? longest * d : 0);
+  const int64_t per_thread = scratch + (most >= TRANSPOSED_FROM ? longest * d : 0);
   const attention_args a = {q, keys, values, out, ends, counts, firsts, rows, heads, d, q_position, q_head,
                             key_row, key_head, value_row, value_head, scale, scratch};
   void (*job_of)(const attention_args *, int64_t, float *) = bf16 ? job_bf16 : job_fp32;
