@@ -141,6 +141,13 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
 GROW_POSITIONS = 64
 
 
+def grown_positions(held: int, needed: int, capacity: int) -> int:
+    """Positions to allocate when `needed` passes the `held` allocated: `GROW_POSITIONS` beyond it, and
+    at least half again what was held, so that a batch whose rows decode from a few hundred positions to
+    a few thousand grows a few times rather than every 64 steps (each growth copies every row)."""
+    return min(capacity, max(needed + GROW_POSITIONS, held + held // 2))
+
+
 class KVCache:
     """Keys and values per layer, both [rows, heads, positions, head_dim]; row b holds `lens[b]` positions.
 
@@ -157,7 +164,7 @@ class KVCache:
     what is needed then, so it never holds more rows than the batch has held.
 
     `capacity` is the most positions a row may reach (its prompt and every new token it may sample);
-    the allocation holds fewer, `positions`, and grows by `GROW_POSITIONS` as rows decode (`reserve`).
+    the allocation holds fewer, `positions`, and grows as rows decode (`reserve`, `grown_positions`).
     Decoding reads every allocated position of every row, so a cache sized for an agent turn's whole
     budget of new tokens (512, when a turn uses about 100) read twice what the rows held.
     """
@@ -207,13 +214,13 @@ class KVCache:
         return int(self._keys[0].shape[0])
 
     def reserve(self, positions: int) -> None:
-        """Makes at least `positions` (at most `capacity`) positions allocated, growing by `GROW_POSITIONS`
-        beyond them; the rows' keys and values are copied once per growth."""
+        """Makes at least `positions` (at most `capacity`) positions allocated, growing as
+        `grown_positions` says; the rows' keys and values are copied once per growth."""
         if positions <= self.positions:
             return
         if positions > self.capacity:
             raise ValueError("KV cache is full")
-        self._reallocate(self.allocated_rows, min(self.capacity, positions + GROW_POSITIONS))
+        self._reallocate(self.allocated_rows, grown_positions(self.positions, positions, self.capacity))
 
     def _reallocate(self, rows: int, positions: int) -> None:
         """Moves the rows held into a new allocation of `rows` rows and `positions` positions."""
@@ -277,16 +284,16 @@ class KVCache:
         if held > self.positions:
             # Room to grow into, as `reserve` leaves: rows join with prompts longer than the batch's
             # every few steps, and each growth copies the whole batch.
-            held = min(capacity, held + GROW_POSITIONS)
+            held = grown_positions(self.positions, held, capacity)
         if rows + added > self.allocated_rows or held > self.positions:
             # Never fewer rows than allocated: a batch that shrank grows back within a few steps, and
             # each growth copies it and touches fresh memory (page faults: 25-200 ms on a VM).
             self._reallocate(max(rows + added, self.allocated_rows), held)
         at = rows
         for other in others:
-            into = slice(at, at + other.rows)
+            into, n = slice(at, at + other.rows), int(other.lens.max())  # only the positions they hold
             for mine, theirs in zip((*self._keys, *self._values), (*other.keys, *other.values)):
-                mine[into, :, : theirs.shape[2]] = theirs
+                mine[into, :, :n] = theirs[:, :, :n]
             at += other.rows
         self.lens = torch.cat((self.lens, *(o.lens for o in others)))
         self.capacity = capacity

@@ -100,7 +100,8 @@ class ModelTest(unittest.TestCase):
                 self.assertEqual(calls.call_count, model.config.n_layers if kernel else 0)
                 self.assertEqual(cache.lens.tolist(), [230])
                 fed = 128 if dtype == "bf16" else 80
-                self.assertEqual(cache.positions, 150 + fed + model_module.GROW_POSITIONS)
+                held = 150 + model_module.GROW_POSITIONS  # as `empty` allocated, grown once by `extend`
+                self.assertEqual(cache.positions, model_module.grown_positions(held, 150 + fed, 400))
                 return out.float(), model.decode(torch.tensor([7]), cache).float()
 
         with torch.no_grad():
@@ -194,8 +195,8 @@ class ModelTest(unittest.TestCase):
                 torch.testing.assert_close(cache.keys[0][j], before[0][source], rtol=0, atol=0)
 
     def test_cache_grows_as_rows_decode(self):
-        """A cache that allocates only what its rows hold grows in steps of GROW_POSITIONS as they
-        decode, never past its capacity, and decodes what a fully allocated one does: bit for bit in
+        """A cache that allocates only what its rows hold grows as they decode, by GROW_POSITIONS past
+        what they need and at least half again what it held, never past its capacity, and decodes what a fully allocated one does: bit for bit in
         fp32, whose decode attends the same span either way; in bf16, which reads the whole allocation,
         masked, the two attend different widths, and a CPU's bf16 GEMM may block a reduction of another
         length differently, so the last bits may differ. bf16 keeps 8 significant bits, so that is
@@ -229,6 +230,10 @@ class ModelTest(unittest.TestCase):
             tight.reserve(101)
         tight.reserve(90)
         self.assertEqual(tight.positions, 100)  # growth stops at the capacity
+        # A long row grows by half what is held, not by 64 positions: a few growths, each copying the batch.
+        self.assertEqual(model_module.grown_positions(1000, 1001, 4000), 1500)
+        self.assertEqual(model_module.grown_positions(1000, 1700, 4000), 1764)
+        self.assertEqual(model_module.grown_positions(1000, 1001, 1200), 1200)
         self.assertEqual(KVCache.empty(model.config, 1, 10, torch.float32, holding=4).positions, 10)
 
 
