@@ -301,7 +301,7 @@ static void job_bf16(const attention_args *a, int64_t job, float *scores) { atte
  * 7 MB) two threads were as fast or slower (docs/engine.md). */
 #define PARALLEL_BYTES (16LL << 20)
 
-/* Returns 0, or -1 if a buffer could not be allocated. `counts[b]` >= 1 new queries for row b, `ends[b]`
+/* Returns 0, or -1 if a buffer could not be allocated. `counts[b]` >= 0 new queries for row b, `ends[b]`
  * >= counts[b] its positions; `bf16`: 1 if keys and values are bf16 (as uint16), 0 if fp32. Strides are
  * in elements. */
 int coa_attend_rows(const float *q, const void *keys, const void *values, float *out, const int64_t *ends,
@@ -318,6 +318,10 @@ int coa_attend_rows(const float *q, const void *keys, const void *values, float 
     longest = ends[b] > longest ? ends[b] : longest;
     most = counts[b] > most ? counts[b] : most;
     positions += ends[b];
+  }
+  if (most == 0) { /* no queries (every row empty) */
+    free(firsts);
+    return 0;
   }
   /* Keys and values bytes read; below PARALLEL_BYTES one thread. */
   if ((positions * heads * d * 2) << (bf16 ? 1 : 2) < PARALLEL_BYTES) threads = 1;

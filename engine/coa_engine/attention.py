@@ -201,7 +201,7 @@ def attend_rows(
         len(ends) != len(counts)
         or len(ends) > min(keys.shape[0], values.shape[0])
         or sum(counts) != q.shape[0]
-        or any(c < 1 or end < c or end > positions for end, c in zip(ends, counts))
+        or any(c < 0 or end < c or end > positions for end, c in zip(ends, counts))
     ):
         raise ValueError(
             f"attend_rows: ends {ends} and counts {counts} for {q.shape[0]} queries in {positions} positions"

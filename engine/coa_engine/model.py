@@ -274,30 +274,58 @@ class KVCache:
         self._view(len(order))
         return self
 
-    def merge(self, *others: KVCache) -> KVCache:
-        """Appends the rows of `others` in place (returns self), growing the allocation once if
-        needed; positions past a row's length may hold an earlier row's (finite) numbers, never
-        attended."""
+    def merge(self, *others: KVCache, into: list[int] | None = None) -> KVCache:
+        """Appends the rows of `others` in place (returns self), or with `into` writes them, in order,
+        into those rows: empty ones (`vacate`) or past the last, growing the allocation once if needed.
+        Positions past a row's length may hold an earlier row's (finite) numbers, never attended."""
         rows, added = self.rows, sum(o.rows for o in others)
+        slots = list(range(rows, rows + added)) if into is None else into
+        inside = [i for i in slots if i < rows]
+        if len(slots) != added or len(set(slots)) != added or min(slots, default=0) < 0 or (
+            inside and bool(self.lens[inside].any())
+        ):
+            raise ValueError(f"merge: {added} rows into rows {slots}, which must be distinct and empty")
+        needed = max(rows, max(slots, default=rows - 1) + 1)
         capacity = max([self.capacity, *(o.capacity for o in others)])
         held = max([self.positions, *(o.positions for o in others)])
         if held > self.positions:
             # Room to grow into, as `reserve` leaves: rows join with prompts longer than the batch's
             # every few steps, and each growth copies the whole batch.
             held = grown_positions(self.positions, held, capacity)
-        if rows + added > self.allocated_rows or held > self.positions:
+        if needed > self.allocated_rows or held > self.positions:
             # Never fewer rows than allocated: a batch that shrank grows back within a few steps, and
             # each growth copies it and touches fresh memory (page faults: 25-200 ms on a VM).
-            self._reallocate(max(rows + added, self.allocated_rows), held)
-        at = rows
+            self._reallocate(max(needed, self.allocated_rows), held)
+        lens = torch.cat((self.lens, self.lens.new_zeros(needed - rows)))
+        at = 0
         for other in others:
-            into, n = slice(at, at + other.rows), int(other.lens.max())  # only the positions they hold
+            n, into_rows = int(other.lens.max()), slots[at : at + other.rows]  # only the positions they hold
+            # One copy per tensor where the rows go side by side (appended), else one per row.
+            first = into_rows[0]
+            if into_rows == list(range(first, first + other.rows)):
+                moves = [(slice(first, first + other.rows), slice(None))]
+            else:
+                moves = [(slot, j) for j, slot in enumerate(into_rows)]
             for mine, theirs in zip((*self._keys, *self._values), (*other.keys, *other.values)):
-                mine[into, :, :n] = theirs[:, :, :n]
+                for slot, j in moves:
+                    mine[slot, :, :n] = theirs[j, :, :n]
+            lens[into_rows] = other.lens
             at += other.rows
-        self.lens = torch.cat((self.lens, *(o.lens for o in others)))
+        self.lens = lens
         self.capacity = capacity
-        self._view(at)
+        self._view(needed)
+        return self
+
+    def vacate(self, rows: list[int]) -> KVCache:
+        """Empties `rows` in place (returns self): length 0, so that decoding reads none of their
+        positions, every other row where it was; empty rows at the end leave the view. `merge(into=)`
+        fills them again without moving any row (`Sampler`)."""
+        lens = self.lens.clone()
+        lens[rows] = 0
+        held = lens.nonzero()
+        keep = int(held[-1]) + 1 if held.numel() else 0
+        self.lens = lens[:keep]
+        self._view(keep)
         return self
 
     def write(self, layer: int, k: torch.Tensor, v: torch.Tensor, start: int = 0) -> None:
@@ -532,7 +560,7 @@ class Transformer(nn.Module):
         (a speculative step checks a drafted continuation this way: `Sampler`). Every row's `lens`
         advances by T; a caller that keeps fewer sets `lens` back (the rest is overwritten later).
         With `counts`, row b feeds only its first counts[b] ids of the T (drafts of other lengths; the
-        rest is padding): logits [sum(counts), V] of those positions, row after row, and `lens`
+        rest is padding; 0 for an empty row, a hole in the sampler's batch): logits [sum(counts), V] of those positions, row after row, and `lens`
         advances by `counts`. `weights`: `decode_weights()` taken since the last change of the
         weights (default: checked now).
 
@@ -547,7 +575,7 @@ class Transformer(nn.Module):
         pos = cache.lens
         b, t = ids.shape
         fed = counts or [t] * b
-        if len(fed) != b or min(fed) < 1 or max(fed) > t:
+        if len(fed) != b or min(fed) < 0 or not 1 <= max(fed) <= t:
             raise ValueError(f"decode: counts {counts} for {b} rows of {t} ids")
         fed_per_row = torch.tensor(counts, dtype=pos.dtype, device=pos.device) if counts else None
         after = pos + (t if fed_per_row is None else fed_per_row)  # each row's length after this step

@@ -302,6 +302,9 @@ class CachedDecoder:
     # speculative decoding (`decode` takes several ids per row).
     prefix_cache = True
     speculative = True
+    # Rows that finish may leave holes in the batch (`Sampler._session`): `decode` feeds no ids for a
+    # row whose count is 0.
+    holes = True
 
     def begin_session(self) -> tuple:
         """Takes the weights' decode layout for the session's extends and returns their key, which
@@ -627,31 +630,43 @@ class Sampler:
     def _session(self, jobs: list[_Job]):
         """Runs until no row is left, admitting queued requests between steps.
 
-        A row that finishes leaves the batch at once: the last rows move into the gaps
-        (`KVCache.compact`), one row's keys and values each, which costs less than decoding a finished
-        row until more had finished (measured: docs/engine.md).
+        `rows` is aligned with the cache's rows; a row that finishes leaves a hole there (None) where
+        the decoder allows (`CachedDecoder.holes`): a hole feeds no ids, decoding reads none of its
+        positions (`KVCache.vacate`), and the next admission fills it (`KVCache.merge(into=)`), so
+        that no row is copied when others finish. Holes at the end leave the batch; when holes
+        outnumber the rows (nobody came to fill them), or without holes, the last rows move into the
+        gaps (`KVCache.compact`), copying one row's keys and values each.
         """
         if self._caching():
             self.prefix_cache.check_weights(self.decoder.begin_session())
-        rows: list[Row] = []  # every row still sampling, aligned with the cache's rows
+        rows: list[Row | None] = []  # every row still sampling (None: a hole), aligned with the cache's rows
         cache: KVCache | None = None
         logits = torch.empty(0)
+        leaves_holes = getattr(self.decoder, "holes", False)
         while True:
             if self._closed:  # a shutdown does not wait for long generations to finish
                 self._fail(jobs, shutting_down())
                 self._track([], None)
                 return
             capacity = cache.capacity if isinstance(cache, KVCache) else 0
-            admitted = self._admit(len(rows), capacity)
+            active = sum(r is not None for r in rows)
+            admitted = self._admit(active, capacity)
             jobs.extend(admitted)
             if admitted:
                 started = time.perf_counter()
-                if rows:
+                if active:
                     self.joins += len(admitted)
                 new_rows, parts, new_logits = self._prefill(admitted)
-                rows += new_rows
-                cache = parts[0].merge(*parts[1:]) if cache is None else cache.merge(*parts)
-                logits = torch.cat((logits, new_logits)) if logits.numel() else new_logits
+                if cache is None:
+                    rows, cache, logits = new_rows, parts[0].merge(*parts[1:]), new_logits
+                else:
+                    holes = [i for i, r in enumerate(rows) if r is None]
+                    into = holes[: len(new_rows)] + list(range(len(rows), len(rows) + len(new_rows) - len(holes)))
+                    cache = cache.merge(*parts, into=into)
+                    logits = self._joined_logits(rows, logits, into, new_logits)
+                    rows += [None] * (cache.rows - len(rows))
+                    for i, r in zip(into, new_rows):
+                        rows[i] = r
                 self._track(rows, cache)
                 self.admit_seconds += time.perf_counter() - started
                 self.busy_seconds += time.perf_counter() - started
@@ -660,39 +675,69 @@ class Sampler:
                 return
             started = time.perf_counter()
             tokens = self._sample_step(rows, logits, cache)
-            finished = [i for i, r in enumerate(rows) if r.finish_reason is not None]
+            finished = [i for i, r in enumerate(rows) if r is not None and r.finish_reason is not None]
+            # Requests whose last row finished: told just before the decode step, whose compiled code
+            # runs without the GIL, so that their handlers build and send the responses meanwhile
+            # rather than hold the GIL while this thread drops their rows (docs/engine.md).
+            done = []
             if finished:
                 if self._caching():
                     self._store_finished(rows, cache, finished)
-                if self.drafter is not None:
-                    for i in finished:
-                        if rows[i].context is not None:
-                            self.drafter.learn(rows[i].context, len(rows[i].ids))
                 for i in finished:
+                    if self.drafter is not None and rows[i].context is not None:
+                        self.drafter.learn(rows[i].context, len(rows[i].ids))
                     job = rows[i].job
                     job.left -= 1
                     if job.left == 0:
-                        job.done.set()
-                still = [i for i, r in enumerate(rows) if r.finish_reason is None]
+                        done.append(job)
+                    rows[i] = None
+                still = [i for i, r in enumerate(rows) if r is not None]
                 if not still:
+                    for job in done:
+                        job.done.set()
                     rows, cache, logits = [], None, torch.empty(0)
                     self._track(rows, cache)
                     self.busy_seconds += time.perf_counter() - started
                     continue
-                rows, cache, tokens = self._compact(rows, cache, tokens, still)
+                if leaves_holes and 2 * len(still) >= len(rows):
+                    cache = cache.vacate(finished)
+                    rows, tokens = rows[: cache.rows], tokens[: cache.rows]
+                else:
+                    rows, cache, tokens = self._compact(rows, cache, tokens, still)
                 self._track(rows, cache)
+            fed = [0 if r is None else r.fed for r in rows]
+            for job in done:
+                job.done.set()
             decode_started = time.perf_counter()
             if tokens.dim() == 2:  # drafts: each row feeds its last id and its own draft
-                logits = self.decoder.decode(cache, tokens, [r.fed for r in rows])
+                logits = self.decoder.decode(cache, tokens, fed)
+            elif min(fed) == 0:  # holes feed nothing
+                logits = self.decoder.decode(cache, tokens[:, None], fed)
             else:
                 logits = self.decoder.decode(cache, tokens)
             self.steps += 1
             self.decode_seconds += time.perf_counter() - decode_started
             self.busy_seconds += time.perf_counter() - started
 
-    def _track(self, rows: list[Row], cache) -> None:
+    @staticmethod
+    def _joined_logits(rows: list[Row | None], logits: torch.Tensor, into: list[int], new: torch.Tensor):
+        """The batch's logits (each row's positions in turn, `_sample_step`) with those of rows joining
+        at rows `into` (one position each), in row order."""
+        if not into or into[0] >= len(rows):  # all appended: already in order
+            return torch.cat((logits, new))
+        spans, at = {}, 0
+        for i, r in enumerate(rows):
+            if r is not None:
+                spans[i] = range(at, at + 1 + len(r.draft))
+                at += 1 + len(r.draft)
+        for j, i in enumerate(into):
+            spans[i] = range(at + j, at + j + 1)
+        order = [p for i in sorted(spans) for p in spans[i]]
+        return torch.cat((logits, new)).index_select(0, torch.tensor(order, device=logits.device))
+
+    def _track(self, rows: list[Row | None], cache) -> None:
         """Rows decoding and the bytes of their keys and values (and the peak with the prefix cache)."""
-        self.rows_in_flight = len(rows)  # finished rows leave the batch at once
+        self.rows_in_flight = sum(r is not None for r in rows)  # finished rows leave the batch at once
         self.kv_bytes = self._kv_bytes(cache.allocated_rows, cache.capacity) if isinstance(cache, KVCache) else 0
         self.peak_kv_bytes = max(self.peak_kv_bytes, self.kv_bytes + self.prefix_cache.bytes)
 
@@ -822,10 +867,10 @@ class Sampler:
             start = end
         return rows, parts, torch.cat(logits)
 
-    def _sample_step(self, rows: list[Row], logits: torch.Tensor, cache) -> torch.Tensor:
+    def _sample_step(self, slots: list[Row | None], logits: torch.Tensor, cache) -> torch.Tensor:
         """Samples each row's next ids from `logits` (each row's positions in turn: one, or after a step
-        that fed drafts 1 + its draft's length) and returns the ids to feed next: [B], or [B, T'] with
-        each row's next draft after its last id.
+        that fed drafts 1 + its draft's length; holes, None, have none) and returns the ids to feed
+        next, per slot: [B], or [B, T'] with each row's next draft after its last id.
 
         A row whose last step fed a draft samples its positions in order, each with the next number of
         its own generator, while the sampled id equals the drafted one: the first that differs, or the
@@ -834,6 +879,7 @@ class Sampler:
         fewer steps; its cache keeps the positions fed up to that id.
         """
         device = logits.device
+        rows = [r for r in slots if r is not None]
         counts = [1 + len(r.draft) for r in rows]  # positions each row may sample
 
         def per_position(values: list[float]) -> torch.Tensor:
@@ -876,9 +922,11 @@ class Sampler:
             at += c
             emitted += n
         if any(excess):
-            cache.lens = cache.lens - torch.tensor(excess, dtype=cache.lens.dtype, device=cache.lens.device)
+            each = iter(excess)
+            back = [0 if r is None else next(each) for r in slots]
+            cache.lens = cache.lens - torch.tensor(back, dtype=cache.lens.dtype, device=cache.lens.device)
         self.generated_tokens += emitted
-        return self._next_inputs(rows, cache, device)
+        return self._next_inputs(slots, cache, device)
 
     def _emit(self, r: Row, t: int, logprob: float, top: list[tuple[int, float]] | None) -> None:
         """Appends one sampled id to its row and decides whether the row is finished."""
@@ -898,11 +946,12 @@ class Sampler:
         elif len(r.ids) >= r.max_new:
             r.finish_reason = "length"
 
-    def _next_inputs(self, rows: list[Row], cache, device: torch.device) -> torch.Tensor:
+    def _next_inputs(self, slots: list[Row | None], cache, device: torch.device) -> torch.Tensor:
         """Each row's last id, then its draft where the drafter has one: [B] or [B, 1 + longest draft]
-        (shorter drafts padded; `decode` feeds each row's own, `Row.fed`). A draft never reaches past the
-        row's budget of new ids nor the step past the cache's capacity."""
-        last = [r.ids[-1] for r in rows]
+        (shorter drafts padded; `decode` feeds each row's own, `Row.fed`; a hole's are padding). A draft
+        never reaches past the row's budget of new ids nor the step past the cache's capacity."""
+        rows = [r for r in slots if r is not None]
+        last = [PAD_ID if r is None else r.ids[-1] for r in slots]
         room = cache.capacity - int(cache.lens.max()) - 1 if self.drafter is not None else 0
         for r in rows:
             r.draft = []
@@ -916,5 +965,6 @@ class Sampler:
         if width == 1:
             return torch.tensor(last, dtype=torch.long, device=device)
         self.drafted_tokens += sum(len(r.draft) for r in rows)
-        padded = [[t, *r.draft, *[t] * (width - 1 - len(r.draft))] for t, r in zip(last, rows)]
+        drafts = [[] if r is None else r.draft for r in slots]
+        padded = [[t, *d, *[t] * (width - 1 - len(d))] for t, d in zip(last, drafts)]
         return torch.tensor(padded, dtype=torch.long, device=device)

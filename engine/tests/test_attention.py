@@ -93,6 +93,8 @@ class FusedAttentionTest(unittest.TestCase):
                 with self.subTest(t=t, d=d):
                     self.check(len(ends), 3, t, d, ends)
         self.check(5, 3, 0, 32, [4, 40, 17, 9, 300], counts=[4, 1, 7, 2, 5])
+        # Empty rows (the sampler's holes, garbage in every position) feed no queries and are not read.
+        self.check(5, 3, 0, 32, [0, 40, 0, 9, 300], counts=[0, 1, 0, 2, 5])
 
     def test_a_bf16_cache_rounds_where_torchs_bf16_attention_rounds(self):
         """With a bf16 cache (a bf16 engine's) the kernel rounds the scores and the softmax's weights to
@@ -169,11 +171,11 @@ class FusedAttentionTest(unittest.TestCase):
         torch.testing.assert_close(got, operator.double(), rtol=0, atol=2e-5)
 
     def test_queries_or_ends_that_do_not_fit_are_refused(self):
-        """Counts that do not add up to the queries, a row with none, or ends outside the cache (or
-        short of a row's own queries) would make the kernel read past its inputs."""
+        """Counts that do not add up to the queries or below zero, or ends outside the cache (or short of
+        a row's own queries) would make the kernel read past its inputs."""
         q, keys, values, counts, scale = case(2, 2, 3, 32, [9, 30])
         for ends, counts in (
-            ([9], [3]), ([9, 2], [3, 3]), ([9, keys.shape[2] + 1], [3, 3]), ([9, 30], [3, 2]), ([9, 30], [6, 0])
+            ([9], [3]), ([9, 2], [3, 3]), ([9, keys.shape[2] + 1], [3, 3]), ([9, 30], [3, 2]), ([9, 30], [7, -1])
         ):
             with self.subTest(ends=ends, counts=counts), self.assertRaisesRegex(Exception, "attend_rows"):
                 torch.ops.coa.attend_rows(q, keys, values, ends, counts, scale)

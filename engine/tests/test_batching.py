@@ -22,13 +22,13 @@ class Recording(CachedDecoder):
         self.shapes, self.pause_at, self.calls = [], pause_at, 0
         self.reached, self.release = threading.Event(), threading.Event()
 
-    def decode(self, cache, ids):
+    def decode(self, cache, ids, counts=None):
         self.calls += 1
         self.shapes.append((cache.rows, cache.capacity))
         if self.calls == self.pause_at:
             self.reached.set()
             self.release.wait(60)
-        return super().decode(cache, ids)
+        return super().decode(cache, ids, counts)
 
 
 def wait_for(condition):
@@ -96,6 +96,44 @@ class ContinuousBatchingTest(unittest.TestCase):
                 # Batched arithmetic may differ in the last bits (measured <= 5e-7 here); ids are equal.
                 assert_same(self, a["rows"], solo_a, 1e-5)
                 assert_same(self, b["rows"], solo_b, 1e-5)
+
+    def test_a_request_joins_into_the_hole_a_finished_row_left(self):
+        """A and B start together, B (the shorter prompt, row 0) finishes first and leaves a hole that
+        the step reads nothing of; C arrives while A decodes and takes B's row: the batch never holds
+        more than two rows, no row is copied out of it (no compaction), and A and C sample what they
+        sample alone."""
+        model = micro_model(seed=13)
+        a_prompt, b_prompt, c_prompt = [1] + list(range(40, 60)), [1, 80, 81], [1, 90, 91, 92]
+        a_params = SamplingParams(max_tokens=60, temperature=1.0, seed=5, ignore_eos=True)
+        b_params = SamplingParams(max_tokens=4, temperature=1.0, seed=6, ignore_eos=True)
+        c_params = SamplingParams(max_tokens=20, temperature=0.0, ignore_eos=True)
+        alone = Sampler(CachedDecoder(model, "fp32"), TOKENIZER, ModelGate())
+        try:
+            solo = [alone.generate([p], q) for p, q in ((a_prompt, a_params), (c_prompt, c_params))]
+        finally:
+            alone.close()
+        decoder, gate = Recording(model, pause_at=10), ModelGate()
+        sampler = Sampler(decoder, TOKENIZER, gate)
+        try:
+            with gate.exclusive():  # A and B start as one batch
+                (thread_a, a), (thread_b, _) = start(sampler.generate, [a_prompt], a_params), start(
+                    sampler.generate, [b_prompt], b_params
+                )
+                wait_for(lambda: len(sampler._pending) == 2)
+            decoder.reached.wait(60)
+            thread_b.join()
+            thread_c, c = start(sampler.generate, [c_prompt], c_params)
+            wait_for(lambda: len(sampler._pending) == 1)
+            decoder.release.set()
+            for thread in (thread_a, thread_c):
+                thread.join()
+        finally:
+            sampler.close()
+        self.assertEqual(sampler.joins, 1)
+        self.assertEqual(max(rows for rows, _ in decoder.shapes), 2)
+        self.assertEqual(sampler.compactions, 0)
+        assert_same(self, a["rows"], solo[0], 1e-5)
+        assert_same(self, c["rows"], solo[1], 1e-5)
 
     def test_requests_sending_one_prompt_share_its_prefill(self):
         model = micro_model(seed=12)

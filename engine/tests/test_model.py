@@ -138,6 +138,43 @@ class ModelTest(unittest.TestCase):
         torch.testing.assert_close(other.attended(0, 8)[1][0], values[1], rtol=0, atol=0)
         torch.testing.assert_close(other.attended(0, 8)[0][0], keys[1], rtol=0, atol=0)
 
+    def test_an_emptied_row_feeds_nothing_and_a_joining_row_fills_it(self):
+        """A row that finishes is emptied in place (`vacate`: length 0, the other rows where they were)
+        and a step feeds it nothing (count 0); a row that joins fills it (`merge(into=)`) without moving
+        any other. Every row decodes what it decodes alone, with the kernel and in torch ops."""
+        model = micro_model()
+        prompts = [[1, 2, 3], [1, 4, 5, 6], [1, 7]]
+
+        def alone(ids):
+            return model(torch.tensor([ids]))[0, -1]
+
+        for name, kernel in {"kernel": attention.attention_kernel(), "torch ops": None}.items():
+            with self.subTest(attention=name), torch.no_grad(), mock.patch.object(
+                attention, "attention_kernel", lambda: kernel
+            ):
+                cache = KVCache.empty(model.config, 3, 40, torch.float32)
+                ids = torch.tensor([p + [0] * (4 - len(p)) for p in prompts])
+                model(ids, cache, torch.tensor([len(p) for p in prompts]))
+                storage = cache.keys[0].data_ptr()
+                cache.vacate([1])
+                self.assertEqual(cache.lens.tolist(), [3, 0, 2])
+                logits = model.decode(torch.tensor([[9], [0], [10]]), cache, counts=[1, 0, 1])
+                self.assertEqual(cache.lens.tolist(), [4, 0, 3])
+                torch.testing.assert_close(logits, torch.stack([alone([1, 2, 3, 9]), alone([1, 7, 10])]), atol=1e-4, rtol=0)
+                joining = KVCache.empty(model.config, 1, 40, torch.float32)
+                model(torch.tensor([[1, 11, 12]]), joining)
+                with self.assertRaisesRegex(ValueError, "distinct and empty"):
+                    cache.merge(joining, into=[0])
+                cache.merge(joining, into=[1])
+                self.assertEqual((cache.lens.tolist(), cache.keys[0].data_ptr()), ([4, 3, 3], storage))
+                logits = model.decode(torch.tensor([13, 14, 15]), cache)
+                expected = [alone([1, 2, 3, 9, 13]), alone([1, 11, 12, 14]), alone([1, 7, 10, 15])]
+                torch.testing.assert_close(logits, torch.stack(expected), atol=1e-4, rtol=0)
+                cache.vacate([2])  # an empty row at the end leaves the batch
+                self.assertEqual((cache.rows, cache.lens.tolist()), (2, [5, 4]))
+                cache.vacate([0, 1])
+                self.assertEqual(cache.rows, 0)
+
     def test_cache_compact_and_merge_work_in_place(self):
         """Rows leave by moving the last ones into the gaps and join into the room they left: the
         allocation is reused, and every kept row keeps its keys, values and length."""
