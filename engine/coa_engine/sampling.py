@@ -841,8 +841,7 @@ class Sampler:
                     continue
                 capacity = len(prompt) + max(r.max_new for r in prompt_rows)
                 part, last = self.decoder.extend(prompt, entry.keys, entry.values, start, capacity)
-                index = torch.zeros(len(prompt_rows), dtype=torch.long, device=last.device)
-                part, last = part.select(index), last.index_select(0, index)
+                part, last = self._repeated(part, last, [len(prompt_rows)])
                 parts.append(part)
                 logits.append(last)
                 rows += prompt_rows
@@ -857,15 +856,23 @@ class Sampler:
             chunk = prompts[start:end]
             capacity = max(len(p) + max(x.max_new for x in r) for p, r in chunk)
             part, last = self.decoder.prefill([p for p, _ in chunk], capacity)
-            repeat = torch.tensor([len(r) for _, r in chunk])
-            index = torch.repeat_interleave(torch.arange(len(chunk)), repeat).to(last.device)
-            part, last = part.select(index), last.index_select(0, index)
+            part, last = self._repeated(part, last, [len(r) for _, r in chunk])
             parts.append(part)
             logits.append(last)
             for _, chunk_rows in chunk:
                 rows += chunk_rows
             start = end
         return rows, parts, torch.cat(logits)
+
+    @staticmethod
+    def _repeated(part, last: torch.Tensor, counts: list[int]):
+        """Each prompt's cache rows and last logits repeated for its `counts` rows (n samples, requests
+        sharing it); as they are where each has one: a select copies every row (0.2 s of the demo's
+        evaluation, whose turns are one row each)."""
+        if all(c == 1 for c in counts):
+            return part, last
+        index = torch.repeat_interleave(torch.arange(len(counts)), torch.tensor(counts)).to(last.device)
+        return part.select(index), last.index_select(0, index)
 
     def _sample_step(self, slots: list[Row | None], logits: torch.Tensor, cache) -> torch.Tensor:
         """Samples each row's next ids from `logits` (each row's positions in turn: one, or after a step
