@@ -165,8 +165,9 @@ class KVCache:
 
     `capacity` is the most positions a row may reach (its prompt and every new token it may sample);
     the allocation holds fewer, `positions`, and grows as rows decode (`reserve`, `grown_positions`).
-    Decoding reads every allocated position of every row, so a cache sized for an agent turn's whole
-    budget of new tokens (512, when a turn uses about 100) read twice what the rows held.
+    Decoding in torch ops read every allocated position of every row (in bf16 it still reads the
+    allocation while it is at most twice the span), so a cache sized for an agent turn's whole budget
+    of new tokens (512, when a turn uses about 100) read twice what the rows held.
     """
 
     def __init__(self, keys: list[torch.Tensor], values: list[torch.Tensor], lens: torch.Tensor, capacity: int):
@@ -560,8 +561,8 @@ class Transformer(nn.Module):
         (a speculative step checks a drafted continuation this way: `Sampler`). Every row's `lens`
         advances by T; a caller that keeps fewer sets `lens` back (the rest is overwritten later).
         With `counts`, row b feeds only its first counts[b] ids of the T (drafts of other lengths; the
-        rest is padding; 0 for an empty row, a hole in the sampler's batch): logits [sum(counts), V] of those positions, row after row, and `lens`
-        advances by `counts`. `weights`: `decode_weights()` taken since the last change of the
+        rest is padding; 0 for an empty row, a hole in the sampler's batch): logits [sum(counts), V] of
+        those positions, row after row, and `lens` advances by `counts`. `weights`: `decode_weights()` taken since the last change of the
         weights (default: checked now).
 
         The same arithmetic as `forward` (casts, rotation, masked softmax), arranged for a few tokens per

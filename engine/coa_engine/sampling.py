@@ -506,7 +506,7 @@ class Sampler:
         # decode steps; the rest is sampling, stop checks and dropping finished rows.
         self.admit_seconds = 0.0
         self.decode_seconds = 0.0
-        self.compactions = 0  # times finished rows were dropped from the running batch
+        self.compactions = 0  # times the batch was compacted (rows moved into the places finished ones left)
         self.steps = 0  # decode steps run
         self.joins = 0  # requests admitted into a batch that was already decoding
         self.drafted_tokens = 0  # drafted ids fed to the model
@@ -537,10 +537,12 @@ class Sampler:
 
     @staticmethod
     def _fail(jobs: list[_Job], error: BaseException) -> None:
-        """Ends every job not done yet with `error`, which `generate` raises to its caller."""
+        """Ends every job not done yet with `error`, which `generate` raises to its caller, but for jobs
+        whose rows had all finished (told at the next decode step, `_session`): those get their rows."""
         for job in jobs:
             if not job.done.is_set():
-                job.error = error
+                if job.left:
+                    job.error = error
                 job.done.set()
 
     def _kv_bytes(self, rows: int, capacity: int) -> int:

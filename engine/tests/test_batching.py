@@ -3,7 +3,9 @@ prompt) and the memory bounds (rows in flight, bytes of keys and values, the que
 
 import threading
 import unittest
+from unittest import mock
 
+from coa_engine.model import KVCache
 from coa_engine.sampling import CachedDecoder, ModelGate, Refused, Sampler, SamplingParams
 from coa_engine.worker import Worker
 
@@ -134,6 +136,28 @@ class ContinuousBatchingTest(unittest.TestCase):
         self.assertEqual(sampler.compactions, 0)
         assert_same(self, a["rows"], solo[0], 1e-5)
         assert_same(self, c["rows"], solo[1], 1e-5)
+
+    def test_a_request_that_finished_before_the_batch_failed_gets_its_rows(self):
+        """A's row finishes in the step where emptying it from the batch fails: A, complete, still gets
+        its ids (requests are told at the next decode step); B, still decoding, gets the error."""
+        model = micro_model(seed=14)
+        gate = ModelGate()
+        sampler = Sampler(CachedDecoder(model, "fp32"), TOKENIZER, gate)
+        a_params = SamplingParams(max_tokens=3, temperature=0.0, ignore_eos=True)
+        b_params = SamplingParams(max_tokens=30, temperature=0.0, ignore_eos=True)
+        try:
+            with mock.patch.object(KVCache, "vacate", side_effect=RuntimeError("lost the batch")):
+                with gate.exclusive():  # one batch: A's shorter prompt is row 0, so its row leaves a hole
+                    (thread_a, a), (thread_b, b) = start(sampler.generate, [[1, 80, 81]], a_params), start(
+                        sampler.generate, [[1] + list(range(40, 60))], b_params
+                    )
+                    wait_for(lambda: len(sampler._pending) == 2)
+                thread_a.join()
+                thread_b.join()
+        finally:
+            sampler.close()
+        self.assertEqual(len(a["rows"][0].ids), 3)
+        self.assertIn("lost the batch", str(b["error"]))
 
     def test_requests_sending_one_prompt_share_its_prefill(self):
         model = micro_model(seed=12)
