@@ -1,9 +1,11 @@
 import threading
 import unittest
+from unittest import mock
 
 import torch
 
-from coa_engine.sampling import CachedDecoder, ModelGate, Sampler, SamplingParams, find_stop, sample
+from coa_engine import sampling
+from coa_engine.sampling import CachedDecoder, ModelGate, Sampler, SamplingParams, argmax_rows, find_stop, sample
 from coa_engine.train import Trainer
 
 from .helpers import TOKENIZER, micro_model
@@ -14,6 +16,23 @@ def make_sampler(model):
 
 
 class SampleTest(unittest.TestCase):
+    def test_argmax_rows_is_torchs_argmax(self):
+        """The greedy pick through numpy's vectorized argmax: the same index as torch's for random rows,
+        ties (the first), NaN (counted largest) and infinities, of a contiguous or a strided tensor."""
+        g = torch.Generator().manual_seed(3)
+        logits = torch.randn(37, 2048, generator=g)
+        logits[1, [5, 900]] = 50.0
+        logits[2, 7] = float("nan")
+        logits[3] = float("-inf")
+        logits[4, 11] = float("inf")
+        for x in (logits, logits[:, ::2], logits.t().contiguous().t(), logits.double(), logits[:3, :1]):
+            got = argmax_rows(x)
+            self.assertEqual(got.dtype, torch.int64)
+            self.assertTrue(torch.equal(got, x.argmax(-1)))
+        self.assertEqual(argmax_rows(logits)[:5].tolist(), [int(logits[0].argmax()), 5, 7, 0, 11])
+        with mock.patch.object(sampling, "_numpy", None):  # a torch without numpy keeps its own argmax
+            self.assertTrue(torch.equal(argmax_rows(logits), logits.argmax(-1)))
+
     def test_greedy_and_narrow_top_p_take_the_argmax(self):
         logits = torch.tensor([[0.0, 2.0, 1.0], [0.0, 2.0, 1.0]])
         tokens, _ = sample(logits, torch.tensor([0.0, 1.0]), torch.tensor([1.0, 1e-6]), torch.tensor([0.9, 0.9]))
