@@ -275,10 +275,38 @@ class KVCache:
         self._view(len(order))
         return self
 
+    def make_room(self, rows: int, positions: int, capacity: int) -> None:
+        """Makes at least `rows` rows and `positions` positions allocated (growing once, as `reserve`
+        grows, and never to fewer rows than allocated), for rows up to `capacity`, before rows join:
+        `merge`, or an extend writing straight into a row (`row_view`)."""
+        self.capacity = max(self.capacity, capacity)
+        held = self.positions
+        if positions > held:
+            # Room to grow into, as `reserve` leaves: rows join with prompts longer than the batch's
+            # every few steps, and each growth copies the whole batch.
+            held = grown_positions(held, positions, self.capacity)
+        if rows > self.allocated_rows or held > self.positions:
+            # Never fewer rows than allocated: a batch that shrank grows back within a few steps, and
+            # each growth copies it and touches fresh memory (page faults: 25-200 ms on a VM).
+            self._reallocate(max(rows, self.allocated_rows), held)
+
+    def row_view(self, i: int, capacity: int) -> KVCache:
+        """A one-row cache over row i's memory (empty, length 0), for an extend to write into directly
+        (`CachedDecoder.extend`); `merge(into=[i])` then copies nothing. Room for it first:
+        `make_room`."""
+        past_rows = self.rows <= i < self.allocated_rows
+        if not past_rows and not (0 <= i < self.rows and int(self.lens[i]) == 0):
+            raise ValueError(f"row_view: row {i} is neither empty nor allocated past the rows held")
+        one = slice(i, i + 1)
+        return KVCache(
+            [k[one] for k in self._keys], [v[one] for v in self._values], self.lens.new_zeros(1), capacity
+        )
+
     def merge(self, *others: KVCache, into: list[int] | None = None) -> KVCache:
         """Appends the rows of `others` in place (returns self), or with `into` writes them, in order,
         into those rows: empty ones (`vacate`) or past the last, growing the allocation once if needed.
-        Positions past a row's length may hold an earlier row's (finite) numbers, never attended."""
+        A row already in its place (an extend into `row_view`) is not copied. Positions past a row's
+        length may hold an earlier row's (finite) numbers, never attended."""
         rows, added = self.rows, sum(o.rows for o in others)
         slots = list(range(rows, rows + added)) if into is None else into
         inside = [i for i in slots if i < rows]
@@ -287,16 +315,8 @@ class KVCache:
         ):
             raise ValueError(f"merge: {added} rows into rows {slots}, which must be distinct and empty")
         needed = max(rows, max(slots, default=rows - 1) + 1)
-        capacity = max([self.capacity, *(o.capacity for o in others)])
-        held = max([self.positions, *(o.positions for o in others)])
-        if held > self.positions:
-            # Room to grow into, as `reserve` leaves: rows join with prompts longer than the batch's
-            # every few steps, and each growth copies the whole batch.
-            held = grown_positions(self.positions, held, capacity)
-        if needed > self.allocated_rows or held > self.positions:
-            # Never fewer rows than allocated: a batch that shrank grows back within a few steps, and
-            # each growth copies it and touches fresh memory (page faults: 25-200 ms on a VM).
-            self._reallocate(max(needed, self.allocated_rows), held)
+        held = max([0, *(int(o.lens.max()) for o in others)])
+        self.make_room(needed, held, max([self.capacity, *(o.capacity for o in others)]))
         lens = torch.cat((self.lens, self.lens.new_zeros(needed - rows)))
         at = 0
         for other in others:
@@ -309,11 +329,11 @@ class KVCache:
                 moves = [(slot, j) for j, slot in enumerate(into_rows)]
             for mine, theirs in zip((*self._keys, *self._values), (*other.keys, *other.values)):
                 for slot, j in moves:
-                    mine[slot, :, :n] = theirs[j, :, :n]
+                    if mine[slot].data_ptr() != theirs[j].data_ptr():
+                        mine[slot, :, :n] = theirs[j, :, :n]
             lens[into_rows] = other.lens
             at += other.rows
         self.lens = lens
-        self.capacity = capacity
         self._view(needed)
         return self
 

@@ -330,15 +330,20 @@ class CachedDecoder:
         return (id(self.model), self.dtype, weights_version(self.model))
 
     def extend(
-        self, prompt: list[int], keys: list[torch.Tensor], values: list[torch.Tensor], start: int, capacity: int
+        self,
+        prompt: list[int],
+        keys: list[torch.Tensor],
+        values: list[torch.Tensor],
+        start: int,
+        capacity: int,
+        into: KVCache | None = None,
     ) -> tuple[KVCache, torch.Tensor]:
         """One row whose first `start` positions' keys and values (per layer, as `KVCache.row` copied
-        them, of at least `start` positions) are known: copies them and prefills only `prompt[start:]`.
-        Returns the cache and last logits [1, V]."""
+        them, of at least `start` positions) are known: copies them and prefills only `prompt[start:]`,
+        into a cache of its own or `into` (a running batch's empty row, `KVCache.row_view`). Returns
+        the cache and last logits [1, V]."""
         device = self.model.rope_cos.device
-        cache = KVCache.empty(
-            self.model.config, 1, capacity, self.cache_dtype, device, holding=len(prompt)
-        )
+        cache = into or KVCache.empty(self.model.config, 1, capacity, self.cache_dtype, device, holding=len(prompt))
         cache.put_row(0, keys, values, start)
         ids = torch.tensor([prompt[start:]], dtype=torch.long, device=device)
         with autocast(self.dtype, device.type):
@@ -672,15 +677,26 @@ class Sampler:
                 started = time.perf_counter()
                 if active:
                     self.joins += len(admitted)
-                new_rows, parts, new_logits = self._prefill(admitted)
                 if cache is None:
+                    new_rows, parts, new_logits = self._prefill(admitted)
                     rows, cache, logits = new_rows, parts[0].merge(*parts[1:]), new_logits
                 else:
+                    # The rows they take: holes first, then past the last; room for them before any
+                    # extend writes its row in place.
+                    joining = sum(len(job.rows) for job in admitted)
                     holes = [i for i, r in enumerate(rows) if r is None]
-                    into = holes[: len(new_rows)] + list(range(len(rows), len(rows) + len(new_rows) - len(holes)))
-                    cache = cache.merge(*parts, into=into)
+                    into = holes[:joining] + list(range(len(rows), len(rows) + joining - len(holes)))
+                    if isinstance(cache, KVCache):
+                        cache.make_room(
+                            max(into) + 1,
+                            max(len(p) for job in admitted for p in job.prompts),
+                            max(job.capacity for job in admitted),
+                        )
+                    new_rows, parts, new_logits = self._prefill(admitted, cache, into)
+                    # Without holes (the Hugging Face state) `into` only appends, which `merge` does.
+                    cache = cache.merge(*parts, into=into) if leaves_holes else cache.merge(*parts)
                     logits = self._joined_logits(rows, logits, into, new_logits)
-                    rows += [None] * (cache.rows - len(rows))
+                    rows += [None] * (max(into) + 1 - len(rows))
                     for i, r in zip(into, new_rows):
                         rows[i] = r
                 self._track(rows, cache)
@@ -830,11 +846,13 @@ class Sampler:
             room = None if self.max_kv_bytes is None else self.max_kv_bytes - self.kv_bytes
             self.prefix_cache.store(ids, *cache.row(i, n), room)
 
-    def _prefill(self, jobs: list[_Job]):
+    def _prefill(self, jobs: list[_Job], batch=None, into: list[int] | None = None):
         """Runs each distinct prompt once, in length-sorted chunks, then copies its cache to each of its
         rows: the n samples of a request, and the rows of other requests admitted with it that send the
         same prompt (an RL group's episodes). A prompt sharing a long enough prefix with a cached row
-        prefills only the ids after it. Returns the rows, their caches (in row order) and last logits."""
+        prefills only the ids after it, straight into the running batch's row `into[j]` (for the j-th
+        row returned) where there is one (a `KVCache` with room made for it). Returns the rows, their
+        caches (in row order) and last logits."""
         prompts, rows = [], []
         by_ids: dict[tuple[int, ...], list[Row]] = {}
         for job in jobs:
@@ -856,7 +874,8 @@ class Sampler:
                     cold.append((prompt, prompt_rows))
                     continue
                 capacity = len(prompt) + max(r.max_new for r in prompt_rows)
-                part, last = self.decoder.extend(prompt, entry.keys, entry.values, start, capacity)
+                target = batch.row_view(into[len(rows)], capacity) if isinstance(batch, KVCache) else None
+                part, last = self.decoder.extend(prompt, entry.keys, entry.values, start, capacity, into=target)
                 part, last = self._repeated(part, last, [len(prompt_rows)])
                 parts.append(part)
                 logits.append(last)

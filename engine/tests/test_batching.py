@@ -101,39 +101,43 @@ class ContinuousBatchingTest(unittest.TestCase):
 
     def test_a_request_joins_into_the_hole_a_finished_row_left(self):
         """A and B start together, B (the shorter prompt, row 0) finishes first and leaves a hole that
-        the step reads nothing of; C arrives while A decodes and takes B's row: the batch never holds
-        more than two rows, no row is copied out of it (no compaction), and A and C sample what they
-        sample alone."""
+        the step reads nothing of; C, B's next turn (its prompt and completion and more), arrives while
+        A decodes and takes B's row, extended from the prefix cache straight into it (no cache of its
+        own): the batch never holds more than two rows, no row is copied out of it (no compaction),
+        and A and C sample what they sample alone."""
         model = micro_model(seed=13)
-        a_prompt, b_prompt, c_prompt = [1] + list(range(40, 60)), [1, 80, 81], [1, 90, 91, 92]
+        a_prompt, b_prompt = [1] + list(range(40, 60)), [1, 80, 81] + list(range(100, 120))
         a_params = SamplingParams(max_tokens=60, temperature=1.0, seed=5, ignore_eos=True)
         b_params = SamplingParams(max_tokens=4, temperature=1.0, seed=6, ignore_eos=True)
         c_params = SamplingParams(max_tokens=20, temperature=0.0, ignore_eos=True)
-        alone = Sampler(CachedDecoder(model, "fp32"), TOKENIZER, ModelGate())
-        try:
-            solo = [alone.generate([p], q) for p, q in ((a_prompt, a_params), (c_prompt, c_params))]
-        finally:
-            alone.close()
         decoder, gate = Recording(model, pause_at=10), ModelGate()
-        sampler = Sampler(decoder, TOKENIZER, gate)
+        sampler = Sampler(decoder, TOKENIZER, gate, prefix_cache_bytes=1 << 24)
         try:
             with gate.exclusive():  # A and B start as one batch
-                (thread_a, a), (thread_b, _) = start(sampler.generate, [a_prompt], a_params), start(
+                (thread_a, a), (thread_b, b) = start(sampler.generate, [a_prompt], a_params), start(
                     sampler.generate, [b_prompt], b_params
                 )
                 wait_for(lambda: len(sampler._pending) == 2)
             decoder.reached.wait(60)
             thread_b.join()
-            thread_c, c = start(sampler.generate, [c_prompt], c_params)
-            wait_for(lambda: len(sampler._pending) == 1)
-            decoder.release.set()
-            for thread in (thread_a, thread_c):
-                thread.join()
+            c_prompt = b_prompt + b["rows"][0].ids + [90, 91, 92]
+            with mock.patch.object(KVCache, "empty", wraps=KVCache.empty) as caches:
+                thread_c, c = start(sampler.generate, [c_prompt], c_params)
+                wait_for(lambda: len(sampler._pending) == 1)
+                decoder.release.set()
+                for thread in (thread_a, thread_c):
+                    thread.join()
+            self.assertEqual(caches.call_count, 0, "C's extend wrote into B's row, in no cache of its own")
         finally:
             sampler.close()
-        self.assertEqual(sampler.joins, 1)
+        self.assertEqual((sampler.joins, sampler.prefix_cache.hits), (1, 1))
         self.assertEqual(max(rows for rows, _ in decoder.shapes), 2)
         self.assertEqual(sampler.compactions, 0)
+        alone = Sampler(CachedDecoder(model, "fp32"), TOKENIZER, ModelGate())
+        try:
+            solo = [alone.generate([p], q) for p, q in ((a_prompt, a_params), (c_prompt, c_params))]
+        finally:
+            alone.close()
         assert_same(self, a["rows"], solo[0], 1e-5)
         assert_same(self, c["rows"], solo[1], 1e-5)
 

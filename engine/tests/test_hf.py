@@ -1,15 +1,17 @@
 import tempfile
+import threading
 import unittest
 from types import SimpleNamespace
 
 import torch
 from torch import nn
 
-from coa_engine.hf import HFCausalLM, HFState, HFWorker
-from coa_engine.sampling import SamplingParams
+from coa_engine.hf import HFCausalLM, HFDecoder, HFState, HFWorker
+from coa_engine.sampling import ModelGate, Sampler, SamplingParams
+from coa_engine.tokenizer import PAD_ID
 from coa_engine.train import PolicyParams, Sequence, Trainer
 
-from .helpers import serve
+from .helpers import TOKENIZER, serve
 
 try:
     import transformers
@@ -27,6 +29,78 @@ class CausalBigram(nn.Module):
 
     def forward(self, input_ids: torch.Tensor):
         return SimpleNamespace(logits=self.table(input_ids))
+
+
+class CachingSum(nn.Module):
+    """A stand-in with the Hugging Face call and a cache (per-layer keys and values, here the ids fed):
+    the logits depend on the last id and on the sum of every id before (padding is id 0), so a row
+    paired with another row's cache samples something else."""
+
+    def __init__(self, vocab: int):
+        super().__init__()
+        self.last, self.before = nn.Embedding(vocab, vocab), nn.Embedding(vocab, vocab)
+
+    def forward(self, input_ids, attention_mask=None, position_ids=None, past_key_values=None, use_cache=False):
+        fed = input_ids.float()[:, None, :, None]  # [rows, 1 head, positions, 1]
+        past = fed if past_key_values is None else torch.cat((past_key_values[0][0], fed), dim=2)
+        seen = past_key_values[0][0].sum(dim=(1, 2, 3)) if past_key_values is not None else 0.0
+        running = (input_ids.cumsum(-1) + torch.as_tensor(seen).long().reshape(-1, 1)) % self.before.num_embeddings
+        return SimpleNamespace(logits=self.last(input_ids) + self.before(running), past_key_values=((past, past),))
+
+
+class PausingDecoder(HFDecoder):
+    """Holds decode step `pause_at` until released, so that a request arrives mid-batch."""
+
+    def __init__(self, model, pause_at: int):
+        super().__init__(model, PAD_ID, 512)
+        self.pause_at, self.calls = pause_at, 0
+        self.reached, self.release = threading.Event(), threading.Event()
+
+    def decode(self, state, ids):
+        self.calls += 1
+        if self.calls == self.pause_at:
+            self.reached.set()
+            self.release.wait(60)
+        return super().decode(state, ids)
+
+
+class HFBatchingTest(unittest.TestCase):
+    def test_a_request_joins_a_running_batch_and_rows_leave_it(self):
+        """The sampler's batch on the Hugging Face backend's state (left-padded, no holes: a finished
+        row is compacted away), with a stand-in model (no `transformers`): B joins while A decodes and
+        finishes first; both sample what they sample alone."""
+        torch.manual_seed(0)
+        model = HFCausalLM(CachingSum(TOKENIZER.vocab_size))
+        prompts, budgets = ([1, 40, 41, 42, 43], [1, 50]), (30, 8)
+        params = [SamplingParams(max_tokens=m, temperature=0.0, ignore_eos=True) for m in budgets]
+        alone = Sampler(HFDecoder(model, PAD_ID, 512), TOKENIZER, ModelGate())
+        try:
+            solo = [alone.generate([p], q)[0].ids for p, q in zip(prompts, params)]
+        finally:
+            alone.close()
+        decoder = PausingDecoder(model, pause_at=5)
+        sampler = Sampler(decoder, TOKENIZER, ModelGate())
+        results = {}
+
+        def run(i):
+            results[i] = sampler.generate([prompts[i]], params[i])[0].ids
+
+        try:
+            first = threading.Thread(target=run, args=(0,))
+            first.start()
+            decoder.reached.wait(60)
+            second = threading.Thread(target=run, args=(1,))
+            second.start()
+            while len(sampler._pending) < 1:
+                threading.Event().wait(0.002)
+            decoder.release.set()
+            first.join()
+            second.join()
+        finally:
+            sampler.close()
+        self.assertEqual(sampler.joins, 1)
+        self.assertEqual(sampler.compactions, 1)
+        self.assertEqual([results[0], results[1]], solo)
 
 
 class HFStateTest(unittest.TestCase):

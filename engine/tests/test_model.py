@@ -141,7 +141,8 @@ class ModelTest(unittest.TestCase):
     def test_an_emptied_row_feeds_nothing_and_a_joining_row_fills_it(self):
         """A row that finishes is emptied in place (`vacate`: length 0, the other rows where they were)
         and a step feeds it nothing (count 0); a row that joins fills it (`merge(into=)`) without moving
-        any other. Every row decodes what it decodes alone, with the kernel and in torch ops."""
+        any other, or an extend writes it in place (`row_view`). Every row decodes what it decodes
+        alone, with the kernel and in torch ops."""
         model = micro_model()
         prompts = [[1, 2, 3], [1, 4, 5, 6], [1, 7]]
 
@@ -170,8 +171,30 @@ class ModelTest(unittest.TestCase):
                 logits = model.decode(torch.tensor([13, 14, 15]), cache)
                 expected = [alone([1, 2, 3, 9, 13]), alone([1, 11, 12, 14]), alone([1, 7, 10, 15])]
                 torch.testing.assert_close(logits, torch.stack(expected), atol=1e-4, rtol=0)
+                # A prefix-cache hit extends straight into an emptied row: nothing copied by `merge`.
+                cache.vacate([0])
+                keys, values = cache.row(1, 4)  # row 1's first turn, [1, 11, 12, 14], as the prefix cache keeps it
+                with self.assertRaisesRegex(ValueError, "neither empty"):
+                    cache.row_view(1, 40)
+                view = cache.row_view(0, 40)
+                view.put_row(0, keys, values, 4)
+                last = model.extend(torch.tensor([[16, 17]]), view, 4, last=True)
+                torch.testing.assert_close(last[0], alone([1, 11, 12, 14, 16, 17]), atol=1e-4, rtol=0)
+                write = torch.Tensor.__setitem__
+
+                def no_cache_writes(t, index, value):
+                    if t.dim() == 4:  # keys or values (the lengths may be written)
+                        raise AssertionError("merge copied a row that was in place")
+                    write(t, index, value)
+
+                with mock.patch.object(torch.Tensor, "__setitem__", no_cache_writes):
+                    cache.merge(view, into=[0])
+                self.assertEqual((cache.lens.tolist(), cache.keys[0].data_ptr()), ([6, 4, 4], storage))
+                logits = model.decode(torch.tensor([18, 19, 20]), cache)
+                expected = [alone([1, 11, 12, 14, 16, 17, 18]), alone([1, 11, 12, 14, 19]), alone([1, 7, 10, 15, 20])]
+                torch.testing.assert_close(logits, torch.stack(expected), atol=1e-4, rtol=0)
                 cache.vacate([2])  # an empty row at the end leaves the batch
-                self.assertEqual((cache.rows, cache.lens.tolist()), (2, [5, 4]))
+                self.assertEqual((cache.rows, cache.lens.tolist()), (2, [7, 5]))
                 cache.vacate([0, 1])
                 self.assertEqual(cache.rows, 0)
 
