@@ -343,7 +343,11 @@ class CachedDecoder:
         into a cache of its own or `into` (a running batch's empty row, `KVCache.row_view`). Returns
         the cache and last logits [1, V]."""
         device = self.model.rope_cos.device
-        cache = into or KVCache.empty(self.model.config, 1, capacity, self.cache_dtype, device, holding=len(prompt))
+        cache = (
+            into
+            if into is not None
+            else KVCache.empty(self.model.config, 1, capacity, self.cache_dtype, device, holding=len(prompt))
+        )
         cache.put_row(0, keys, values, start)
         ids = torch.tensor([prompt[start:]], dtype=torch.long, device=device)
         with autocast(self.dtype, device.type):
