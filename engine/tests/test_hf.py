@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import torch
 from torch import nn
 
-from coa_engine.hf import HFCausalLM, HFDecoder, HFState, HFWorker
+from coa_engine.hf import HFCausalLM, HFDecoder, HFState, HFWorker, _legacy
 from coa_engine.sampling import ModelGate, Sampler, SamplingParams
 from coa_engine.tokenizer import PAD_ID
 from coa_engine.train import PolicyParams, Sequence, Trainer
@@ -41,6 +41,8 @@ class CachingSum(nn.Module):
         self.last, self.before = nn.Embedding(vocab, vocab), nn.Embedding(vocab, vocab)
 
     def forward(self, input_ids, attention_mask=None, position_ids=None, past_key_values=None, use_cache=False):
+        if past_key_values is not None:  # with transformers present the decoder hands a DynamicCache
+            past_key_values = _legacy(past_key_values)
         fed = input_ids.float()[:, None, :, None]  # [rows, 1 head, positions, 1]
         past = fed if past_key_values is None else torch.cat((past_key_values[0][0], fed), dim=2)
         seen = past_key_values[0][0].sum(dim=(1, 2, 3)) if past_key_values is not None else 0.0
