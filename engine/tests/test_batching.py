@@ -1,6 +1,7 @@
 """Continuous batching (requests join a running batch between decode steps; one prefill per distinct
 prompt) and the memory bounds (rows in flight, bytes of keys and values, the queue; 503 when full)."""
 
+import random
 import threading
 import unittest
 from unittest import mock
@@ -162,6 +163,66 @@ class ContinuousBatchingTest(unittest.TestCase):
             sampler.close()
         self.assertEqual(len(a["rows"][0].ids), 3)
         self.assertIn("lost the batch", str(b["error"]))
+
+    def test_episodes_of_turns_overlapping_in_one_batch_match_their_solo_runs(self):
+        """Six agent-like episodes of three turns each, every turn's prompt its last prompt and
+        completion plus an observation, run at once with drafts and the prefix cache: rows finish at
+        different steps (holes), turns join the running batch (into holes, extending from the prefix
+        cache in place) in whatever order the threads make. Each turn samples what it samples when its
+        episode runs alone: the same ids, logprobs within batched arithmetic's last bits."""
+        model = micro_model(seed=21)
+        rng = random.Random(7)
+        episodes = [
+            {
+                "first": [1] + [rng.randrange(3, 200) for _ in range(rng.randrange(20, 60))],
+                "observations": [[rng.randrange(3, 200) for _ in range(rng.randrange(5, 30))] for _ in range(2)],
+                "params": [
+                    SamplingParams(
+                        max_tokens=rng.randrange(3, 25),
+                        temperature=0.0 if e % 3 else 1.0,
+                        seed=e,
+                        ignore_eos=True,
+                    )
+                    for _ in range(3)
+                ],
+            }
+            for e in range(6)
+        ]
+
+        def episode(sampler, spec, out):
+            prompt = spec["first"]
+            for turn, params in enumerate(spec["params"]):
+                row = sampler.generate([prompt], params)[0]
+                out.append(row)
+                if turn < 2:
+                    prompt = prompt + row.ids + spec["observations"][turn]
+
+        def sampler():
+            return Sampler(
+                CachedDecoder(model, "fp32"), TOKENIZER, ModelGate(), prefix_cache_bytes=1 << 24, draft_tokens=4
+            )
+
+        solo = []
+        for spec in episodes:
+            alone, turns = sampler(), []
+            try:
+                episode(alone, spec, turns)
+            finally:
+                alone.close()
+            solo.append(turns)
+        together = sampler()
+        outs = [[] for _ in episodes]
+        try:
+            threads = [threading.Thread(target=episode, args=(together, spec, out)) for spec, out in zip(episodes, outs)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        finally:
+            together.close()
+        self.assertGreaterEqual(together.prefix_cache.hits, 12)  # every later turn extends its last
+        for got, expected in zip(outs, solo):
+            assert_same(self, got, expected, 1e-4)
 
     def test_requests_sending_one_prompt_share_its_prefill(self):
         model = micro_model(seed=12)
