@@ -221,7 +221,7 @@ class KVCache:
             return
         if positions > self.capacity:
             raise ValueError("KV cache is full")
-        self._reallocate(self.allocated_rows, grown_positions(self.positions, positions, self.capacity))
+        self.make_room(self.allocated_rows, positions, self.capacity)
 
     def _reallocate(self, rows: int, positions: int) -> None:
         """Moves the rows held into a new allocation of `rows` rows and `positions` positions."""
@@ -276,9 +276,10 @@ class KVCache:
         return self
 
     def make_room(self, rows: int, positions: int, capacity: int) -> None:
-        """Makes at least `rows` rows and `positions` positions allocated (growing once, as `reserve`
-        grows, and never to fewer rows than allocated), for rows up to `capacity`, before rows join:
-        `merge`, or an extend writing straight into a row (`row_view`)."""
+        """Makes at least `rows` rows and `positions` positions allocated (growing once, by
+        `grown_positions`, and never to fewer rows than allocated), for rows up to `capacity`: as rows
+        decode (`reserve`), and before rows join (`merge`, or an extend writing straight into a row,
+        `row_view`)."""
         self.capacity = max(self.capacity, capacity)
         held = self.positions
         if positions > held:
@@ -582,8 +583,8 @@ class Transformer(nn.Module):
         advances by T; a caller that keeps fewer sets `lens` back (the rest is overwritten later).
         With `counts`, row b feeds only its first counts[b] ids of the T (drafts of other lengths; the
         rest is padding; 0 for an empty row, a hole in the sampler's batch): logits [sum(counts), V] of
-        those positions, row after row, and `lens` advances by `counts`. `weights`: `decode_weights()` taken since the last change of the
-        weights (default: checked now).
+        those positions, row after row, and `lens` advances by `counts`. `weights`: `decode_weights()`
+        taken since the last change of the weights (default: checked now).
 
         The same arithmetic as `forward` (casts, rotation, masked softmax), arranged for a few tokens per
         row: 2-D activations, every projection a plain matmul against a transposed, contiguous copy of

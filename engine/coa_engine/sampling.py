@@ -697,8 +697,9 @@ class Sampler:
                             max(job.capacity for job in admitted),
                         )
                     new_rows, parts, new_logits = self._prefill(admitted, cache, into)
-                    # Without holes (the Hugging Face state) `into` only appends, which `merge` does.
-                    cache = cache.merge(*parts, into=into) if leaves_holes else cache.merge(*parts)
+                    # Into the holes where there are any; else `into` only appends, all that `merge` does
+                    # (and all the Hugging Face state, which never has holes, can).
+                    cache = cache.merge(*parts, into=into) if holes else cache.merge(*parts)
                     logits = self._joined_logits(rows, logits, into, new_logits)
                     rows += [None] * (max(into) + 1 - len(rows))
                     for i, r in zip(into, new_rows):
