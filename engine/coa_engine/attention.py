@@ -1,16 +1,17 @@
 """A decode step's attention row by row: each row's new queries over exactly its own cached positions,
 as the operator `torch.ops.coa.attend_rows` that the TorchScript step (`model.decode_tokens`) calls.
 
-On a CPU, with an fp32 or a bf16 cache, the operator runs the engine's one native kernel
-(attention.c), built with the machine's C compiler the first time it is needed. Why a kernel of our
-own: torch 1.13 (Debian's, the engine's default) has no fused attention and runs a decode step's as
-one small GEMM per row and head plus an unvectorized exp; in the demo's evaluation that was most of a
-step (docs/engine.md, "Fused decode attention"). Where the kernel cannot be built (no C compiler, no
-AVX2/FMA, another architecture) or `COA_ATTENTION_KERNEL=0`, the operator runs the same arithmetic in
-torch ops (`attend_rows_torch`), and decoding is only slower.
+On a CPU, with an fp32 or a bf16 cache, the operator runs the engine's native kernel (attention.c),
+built with the machine's C compiler the first time it is needed, in one shared object with the whole
+one-row decode step that calls it (row_step.c, row_step.py). Why a kernel of our own: torch 1.13
+(Debian's, the engine's default) has no fused attention and runs a decode step's as one small GEMM per
+row and head plus an unvectorized exp; in the demo's evaluation that was most of a step (docs/engine.md,
+"Fused decode attention"). Where the kernels cannot be built (no C compiler, no AVX2/FMA, another
+architecture) or `COA_ATTENTION_KERNEL=0`, the operator runs the same arithmetic in torch ops
+(`attend_rows_torch`), every step is the TorchScript one, and decoding is only slower.
 
 The shared object is cached in `$XDG_CACHE_HOME/coa/kernels` (default `~/.cache/coa/kernels`), named by
-a hash of the source, the compiler's version and flags, and the CPU's flags, so that a cache shared
+a hash of the sources, the compiler's version and flags, and the CPU's flags, so that a cache shared
 between machines never loads code built for another CPU.
 """
 
@@ -29,7 +30,9 @@ from typing import List
 
 import torch
 
-SOURCE = Path(__file__).with_name("attention.c")
+# The engine's native code, built into one shared object: this attention, and the whole one-row decode
+# step that calls it (row_step.c, loaded by row_step.py).
+SOURCES = tuple(Path(__file__).with_name(name) for name in ("attention.c", "row_step.c"))
 # -ffast-math at compile time only: it lets gcc vectorize the softmax's exp (glibc's libmvec) and
 # reassociate the sums. Linked with it, gcc would add crtfastmath.o, which flushes denormals for the
 # whole process (torch's arithmetic included) when the library loads.
@@ -52,21 +55,22 @@ def cpu_flags() -> str:
 
 
 def build(compiler: str | None = None) -> Path:
-    """The kernel's shared object, compiled now unless a build for this source, compiler and CPU is
+    """The kernels' shared object, compiled now unless a build for these sources, compiler and CPU is
     cached. Raises OSError or subprocess.CalledProcessError (with the compiler's message) on failure."""
     cc = compiler or os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
     if cc is None:
         raise OSError("no C compiler (gcc or cc) on PATH")
     version = subprocess.run([cc, "--version"], capture_output=True, text=True, check=True).stdout
-    key = hashlib.sha256("\0".join([SOURCE.read_text(), version, *COMPILE_FLAGS, *LINK_FLAGS, cpu_flags()]).encode())
+    texts = [source.read_text() for source in SOURCES]
+    key = hashlib.sha256("\0".join([*texts, version, *COMPILE_FLAGS, *LINK_FLAGS, cpu_flags()]).encode())
     target = cache_dir() / f"attention-{key.hexdigest()[:16]}.so"
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as work:
-        obj, lib = Path(work) / "attention.o", Path(work) / "attention.so"
-        compile_ = [cc, *COMPILE_FLAGS, "-c", str(SOURCE), "-o", str(obj)]
-        for command in (compile_, [cc, *LINK_FLAGS, str(obj), "-o", str(lib), "-lm"]):
+        objects, lib = [str(Path(work) / f"{source.stem}.o") for source in SOURCES], Path(work) / "attention.so"
+        compiles = [[cc, *COMPILE_FLAGS, "-c", str(source), "-o", obj] for source, obj in zip(SOURCES, objects)]
+        for command in (*compiles, [cc, *LINK_FLAGS, *objects, "-o", str(lib), "-lm"]):
             result = subprocess.run(command, capture_output=True, text=True)
             if result.returncode != 0:
                 raise subprocess.CalledProcessError(result.returncode, command, result.stdout, result.stderr)
@@ -91,6 +95,11 @@ def use_threads(threads: int | None) -> None:
     _threads = threads
 
 
+def kernel_threads() -> int:
+    """Threads a kernel call runs on now (`use_threads`)."""
+    return _threads or torch.get_num_threads()
+
+
 @functools.lru_cache(maxsize=None)
 def attention_kernel() -> ctypes.CDLL | None:
     """The loaded kernel, or None (disabled, or not buildable here: one line on stderr says why)."""
@@ -110,6 +119,8 @@ def attention_kernel() -> ctypes.CDLL | None:
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.coa_attend_rows.restype = ctypes.c_int
     lib.coa_attend_rows.argtypes = [ptr, ptr, ptr, ptr, ptr, ptr, *[i64] * 9, ctypes.c_float, ctypes.c_int, ctypes.c_int]
+    lib.coa_row_step.restype = ctypes.c_int
+    lib.coa_row_step.argtypes = [i64, i64, *[ptr] * 7, *[i64] * 7, ctypes.c_float, ptr, ctypes.c_int]
     return lib
 
 
@@ -118,7 +129,7 @@ def state() -> dict:
     Asks nothing of the compiler: an engine that has not decoded on a CPU reports it as not loaded."""
     loaded = attention_kernel.cache_info().currsize > 0
     if loaded and attention_kernel() is not None:
-        return {"fused": True, "threads": _threads or torch.get_num_threads()}
+        return {"fused": True, "threads": kernel_threads()}
     return {"fused": False, "reason": _not_used if loaded else "not loaded (no decoding on a CPU yet)"}
 
 
@@ -161,7 +172,7 @@ def attend_rows_fused(
     status = lib.coa_attend_rows(
         queries.data_ptr(), keys.data_ptr(), values.data_ptr(), out.data_ptr(), lengths.data_ptr(), fed.data_ptr(),
         len(ends), h, d, queries.stride(0), queries.stride(1), keys.stride(0), keys.stride(1),
-        values.stride(0), values.stride(1), scale, _threads or torch.get_num_threads(),
+        values.stride(0), values.stride(1), scale, kernel_threads(),
         int(keys.dtype == torch.bfloat16),
     )  # fmt: skip
     if status != 0:

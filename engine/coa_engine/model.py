@@ -21,6 +21,7 @@ from torch.utils.checkpoint import checkpoint
 
 from . import attention
 from .precision import autocast
+from .row_step import RowStep
 
 
 @dataclass(frozen=True)
@@ -590,7 +591,9 @@ class Transformer(nn.Module):
         row: 2-D activations, every projection a plain matmul against a transposed, contiguous copy of
         its weight, already cast to the autocast dtype (`DecodeWeights`), or for a single token on a CPU
         a matrix-vector product (`RowWeights`), and the per-step index and mask tensors built once for
-        all layers rather than per layer. The step itself is `decode_tokens`, compiled by TorchScript.
+        all layers rather than per layer. The step itself is `decode_tokens`, compiled by TorchScript; a
+        step that feeds one id of one row in fp32, where the fused attention runs, is one call of native
+        code instead (`DecodeWeights.row_step`, row_step.py).
         """
         single = ids.dim() == 1
         ids = ids.reshape(ids.shape[0], -1)
@@ -627,14 +630,20 @@ class Transformer(nn.Module):
                     ends = row_ends
         # Ids each row feeds: its own with the kernel, all T (padding included) on the batched path.
         rows_fed = fed if ends is not None else [t] * b
-        w = w.for_rows(sum(rows_fed))
-        # `decode_tokens` casts every matmul's inputs as autocast would. Autocast stays off there: under it
-        # TorchScript casts on its own (its one-row bf16 logits then differed from eager mode's).
-        with autocast("off", ids.device.type):
-            logits = decode_step()(
-                ids, pos, rows_fed, span, uniform, width, self.embed.weight, self.rope_cos, self.rope_sin,
-                w.layers, w.norms, self.norm.eps, w.output, w.dtype, w.vector, cache.keys, cache.values, h, ends,
-            )  # fmt: skip
+        # One id of one row in fp32 beside the fused attention: the whole step in native code, if built.
+        step = w.row_step() if ends is not None and fp32 and sum(rows_fed) == 1 else None
+        if step is not None:
+            r = rows_fed.index(1)
+            logits = step(int(ids[r, 0]), int(pos[r]), [k[r] for k in cache.keys], [v[r] for v in cache.values])
+        else:
+            w = w.for_rows(sum(rows_fed))
+            # `decode_tokens` casts every matmul's inputs as autocast would. Autocast stays off there: under
+            # it TorchScript casts on its own (its one-row bf16 logits then differed from eager mode's).
+            with autocast("off", ids.device.type):
+                logits = decode_step()(
+                    ids, pos, rows_fed, span, uniform, width, self.embed.weight, self.rope_cos, self.rope_sin,
+                    w.layers, w.norms, self.norm.eps, w.output, w.dtype, w.vector, cache.keys, cache.values, h, ends,
+                )  # fmt: skip
         cache.lens = after
         if fed_per_row is None:
             return logits if single else logits.view(b, t, -1)
@@ -816,6 +825,9 @@ class DecodeWeights:
         # both layouts, gathered once per change of the weights rather than at every step.
         self.norms = [n.weight for b in model.blocks for n in (b.attn_norm, b.ffn_norm)] + [model.norm.weight]
         self._rows = None
+        self._row_step: RowStep | bool | None = None
+        # What the one-row kernel reads besides the matrices (`row_step`).
+        self._model_parts = (model.embed.weight, (model.rope_cos, model.rope_sin), model.config)
         with torch.no_grad():
 
             def t(weight: torch.Tensor) -> torch.Tensor:
@@ -833,6 +845,17 @@ class DecodeWeights:
         if self._rows is None:  # built at the first single-row step: its memory only where it is used
             self._rows = RowWeights(self.layers, self.output, self.dtype, self.norms)
         return self._rows
+
+
+    def row_step(self) -> RowStep | None:
+        """The whole one-row step in native code over these weights (row_step.py), built at its first use:
+        fp32 on a CPU where the engine's kernels build; else None."""
+        if self._row_step is None:
+            embed, rope, config = self._model_parts
+            native = self.dtype == torch.float32 and embed.device.type == "cpu" and attention.attention_kernel() is not None
+            heads, eps = config.n_heads, config.norm_eps
+            self._row_step = RowStep(self.layers, self.output, self.norms, embed, rope, heads, eps) if native else False
+        return self._row_step or None
 
 
 class RowWeights:

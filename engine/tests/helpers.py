@@ -1,6 +1,8 @@
 """Shared fixtures: a micro model, the engine's tokenizer, and a worker served over loopback HTTP."""
 
 import json
+import platform
+import shutil
 import threading
 from contextlib import contextmanager
 import urllib.error
@@ -8,10 +10,18 @@ import urllib.request
 
 import torch
 
+from coa_engine import attention
 from coa_engine.model import Transformer, preset_config
 from coa_engine.tokenizer import ByteTokenizer, default_tags
 
 TOKENIZER = ByteTokenizer(default_tags())
+
+
+def kernel_expected() -> bool:
+    """Where the engine's native kernels must build: x86-64 with AVX2 and FMA, and a C compiler (every
+    CI machine)."""
+    flags = attention.cpu_flags().split()
+    return platform.machine() == "x86_64" and "avx2" in flags and "fma" in flags and shutil.which("gcc") is not None
 
 
 def micro_model(seed: int = 0, max_seq_len: int = 256) -> Transformer:

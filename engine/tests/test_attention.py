@@ -4,7 +4,6 @@ torch ops, the operator TorchScript calls, and the kernel's build and its fallba
 import contextlib
 import io
 import os
-import platform
 import shutil
 import tempfile
 import unittest
@@ -16,11 +15,7 @@ import torch
 
 from coa_engine import attention
 
-
-def kernel_expected() -> bool:
-    """Where the kernel must build: x86-64 with AVX2 and FMA, and a C compiler (every CI machine)."""
-    flags = attention.cpu_flags().split()
-    return platform.machine() == "x86_64" and "avx2" in flags and "fma" in flags and shutil.which("gcc") is not None
+from .helpers import kernel_expected
 
 
 def case(rows, heads, t, d, ends, counts=None, allocated_rows=None, positions=None, seed=0):
@@ -218,7 +213,7 @@ class KernelBuildTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as home, mock.patch.dict(os.environ, {"XDG_CACHE_HOME": home}):
             source = Path(home) / "broken.c"
             source.write_text("int f( {\n")
-            with mock.patch.object(attention, "SOURCE", source):
+            with mock.patch.object(attention, "SOURCES", (source,)):
                 with self.assertRaises(Exception) as raised:
                     attention.build()
             self.assertIn("error", getattr(raised.exception, "stderr", "") or str(raised.exception))

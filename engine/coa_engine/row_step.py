@@ -1,0 +1,74 @@
+"""A decode step of one row, one new id, in fp32 on a CPU, as one call of the engine's native code
+(row_step.c, built with attention.c by `attention.build`).
+
+Batch-1 decoding (a lone request, an agent's turn while nothing else runs) was bound by dispatch, not
+by reading the weights: a `tiny` step took 2.2-2.8 ms through TorchScript on a 2-core AVX2 EPYC, of
+which reading 17 MB of weights needs about 1 (docs/engine.md). `Transformer.decode` takes this path for
+a step that feeds exactly one id in fp32 wherever the fused attention runs; every other step, and every
+other device or dtype, runs `decode_tokens`."""
+
+from __future__ import annotations
+
+import ctypes
+
+import torch
+import torch.nn.functional as F
+
+from . import attention
+
+# Columns per block of a packed matrix (BLOCK in row_step.c).
+BLOCK = 64
+
+
+def packed(weight: torch.Tensor) -> torch.Tensor:
+    """An [in, out] matrix as [blocks, in, BLOCK]: each block of BLOCK columns one contiguous stream, the
+    last padded with zeros (row_step.c's `gemv` reads it so)."""
+    rows, columns = weight.shape
+    blocks = -(-columns // BLOCK)
+    return F.pad(weight, (0, blocks * BLOCK - columns)).view(rows, blocks, BLOCK).transpose(0, 1).contiguous()
+
+
+def pointers(tensors: list[torch.Tensor]) -> ctypes.Array:
+    return (ctypes.c_void_p * len(tensors))(*[t.data_ptr() for t in tensors])
+
+
+class RowStep:
+    """One model's weights laid out for `coa_row_step`, built once per change of the weights (with
+    `RowWeights`): its matrices packed (a copy: 4 bytes a parameter), its norms, embedding and rotary
+    tables as they are. Holds every tensor it points the kernel at."""
+
+    def __init__(
+        self,
+        layers: list[tuple[torch.Tensor, ...]],
+        output: torch.Tensor,
+        norms: list[torch.Tensor],
+        embed: torch.Tensor,
+        rope: tuple[torch.Tensor, torch.Tensor],
+        heads: int,
+        eps: float,
+    ):
+        """`layers` and `output`: the decode layout's [in, out] fp32 matrices (`DecodeWeights`)."""
+        with torch.no_grad():
+            self.matrices = [packed(w) for ws in layers for w in ws] + [packed(output)]
+            self.tensors = [t.detach().contiguous() for t in (*norms, embed, *rope)]
+        self.norms, (self.embed, self.cos, self.sin) = self.tensors[: len(norms)], self.tensors[len(norms) :]
+        self._matrices, self._norms = pointers(self.matrices), pointers(self.norms)
+        self.layers, self.heads, self.eps = len(layers), heads, eps
+        self.dim, self.vocab = int(embed.shape[1]), int(embed.shape[0])
+        self.hidden = int(layers[0][3].shape[0])  # down: [hidden, dim]
+
+    def __call__(self, token: int, position: int, keys: list[torch.Tensor], values: list[torch.Tensor]) -> torch.Tensor:
+        """Logits [1, vocab] of `token` at `position`, its keys and values written into the row's
+        `keys[l]` and `values[l]` ([heads, positions, head_dim] each, the positions before it read)."""
+        if not (0 <= token < self.vocab and 0 <= position < min(self.cos.shape[0], keys[0].shape[1])):
+            raise ValueError(f"row step: token {token} at position {position} is outside the model or the cache")
+        logits = torch.empty((1, self.vocab))
+        status = attention.attention_kernel().coa_row_step(
+            token, position, self.embed.data_ptr(), self._matrices, self._norms, self.cos.data_ptr(),
+            self.sin.data_ptr(), pointers(keys), pointers(values), keys[0].stride(0), values[0].stride(0),
+            self.layers, self.dim, self.heads, self.hidden, self.vocab, self.eps, logits.data_ptr(),
+            attention.kernel_threads(),
+        )  # fmt: skip
+        if status != 0:
+            raise MemoryError("the one-row decode step could not allocate its buffers")
+        return logits

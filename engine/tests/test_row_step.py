@@ -1,0 +1,122 @@
+"""The one-row decode step in native code (row_step.c, `RowStep`) against the TorchScript step
+(`decode_tokens`) that every other step runs: the same logits and cache writes, taken exactly where it
+applies."""
+
+import unittest
+from unittest import mock
+
+import torch
+
+from coa_engine import attention
+from coa_engine import model as model_module
+from coa_engine.model import KVCache, ModelConfig, Transformer
+from coa_engine.precision import autocast
+from coa_engine.row_step import BLOCK, RowStep, packed
+
+from .helpers import kernel_expected, micro_model
+
+# Shapes no block or vector divides: 100 ids (the output's last block is 36 columns), 200 hidden units
+# (gate_up 400 columns, down 200 rows).
+ODD = ModelConfig(vocab_size=100, dim=64, n_layers=2, n_heads=2, hidden_dim=200, max_seq_len=128)
+
+
+def torch_step():
+    """The TorchScript step for one row as well (no native step)."""
+    return mock.patch.object(model_module.DecodeWeights, "row_step", lambda self: None)
+
+
+class RowStepTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if attention.attention_kernel() is None:
+            if kernel_expected():
+                raise AssertionError("the engine's kernels did not build on an x86-64 CPU with AVX2, FMA and gcc")
+            raise unittest.SkipTest("no native kernels on this machine (not x86-64 with AVX2/FMA, or no gcc)")
+
+    def decode_both(self, model, prompts, feeding, steps=4):
+        """Prefills `prompts` into one batch, then for `steps` steps feeds one id to row `feeding` only
+        (the others are holes, as the sampler's finished rows are) natively and in torch ops, on copies
+        of one cache. Returns both logits per step and both caches."""
+        cache = KVCache.empty(model.config, len(prompts), 64, torch.float32, holding=max(map(len, prompts)))
+        width = max(map(len, prompts))
+        ids = torch.tensor([p + [0] * (width - len(p)) for p in prompts])
+        counts = [int(i == feeding) for i in range(len(prompts))]
+        with torch.no_grad(), autocast("fp32"):
+            model(ids, cache, torch.tensor([len(p) for p in prompts]))
+            caches = [cache, KVCache([k.clone() for k in cache.keys], [v.clone() for v in cache.values], cache.lens.clone(), 64)]
+            logits = [[], []]
+            for s in range(steps):
+                step = torch.tensor([[3 + 7 * s]] * len(prompts))
+                logits[0].append(model.decode(step, caches[0], counts=counts))
+                with torch_step():
+                    logits[1].append(model.decode(step, caches[1], counts=counts))
+        return logits, caches
+
+    def test_it_matches_the_torchscript_step_and_writes_only_its_row(self):
+        for name, model in (("micro", micro_model(seed=11)), ("odd shapes", Transformer(ODD).eval())):
+            torch.manual_seed(1)
+            prompts = [[1, 5, 9, 13], [1, *range(20, 50)], [1, 7]]
+            calls = []
+            real = RowStep.__call__
+            with self.subTest(model=name), mock.patch.object(RowStep, "__call__", lambda *a: calls.append(a[2]) or real(*a)):
+                (native, scripted), (ours, theirs) = self.decode_both(model, prompts, feeding=1)
+                self.assertEqual(calls, [31, 32, 33, 34])  # row 1's positions, each step through the native step
+                for a, b in zip(native, scripted):
+                    self.assertEqual(a.shape, (1, model.config.vocab_size))
+                    torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
+                self.assertEqual(ours.lens.tolist(), [4, 35, 2])
+                for k, v, k2, v2 in zip(ours.keys, ours.values, theirs.keys, theirs.values):
+                    torch.testing.assert_close(k[1, :, :35], k2[1, :, :35], rtol=0, atol=1e-6)
+                    torch.testing.assert_close(v[1, :, :35], v2[1, :, :35], rtol=0, atol=1e-6)
+                    # The holes' rows untouched, bit for bit.
+                    self.assertTrue(torch.equal(k[[0, 2]], k2[[0, 2]]) and torch.equal(v[[0, 2]], v2[[0, 2]]))
+
+    def test_the_same_bits_on_one_thread_or_two(self):
+        model = micro_model(seed=12)
+        outs = []
+        try:
+            for threads in (1, 2):
+                attention.use_threads(threads)
+                (native, _), _ = self.decode_both(model, [[1, *range(30, 70)]], feeding=0, steps=3)
+                outs.append(torch.cat(native))
+        finally:
+            attention.use_threads(None)
+        self.assertTrue(torch.equal(outs[0], outs[1]))
+
+    def test_taken_only_for_one_id_of_one_row_in_fp32(self):
+        model = micro_model(seed=13)
+        calls = []
+        real = RowStep.__call__
+        with torch.no_grad(), mock.patch.object(RowStep, "__call__", lambda *a: calls.append(1) or real(*a)):
+            for dtype, rows, t in (("fp32", 2, 1), ("fp32", 1, 2), ("bf16", 1, 1), ("fp32", 1, 1)):
+                cache_dtype = torch.bfloat16 if dtype == "bf16" else torch.float32
+                with self.subTest(dtype=dtype, rows=rows, ids=t), autocast(dtype):
+                    cache = KVCache.empty(model.config, rows, 32, cache_dtype)
+                    model(torch.tensor([[1, 40, 41]] * rows), cache)
+                    calls.clear()
+                    model.decode(torch.full((rows, t), 50), cache)
+                    self.assertEqual(len(calls), int((dtype, rows, t) == ("fp32", 1, 1)))
+            with mock.patch.object(attention, "attention_kernel", lambda: None), autocast("fp32"):
+                self.assertIsNone(model_module.DecodeWeights(model, torch.float32, None).row_step())
+
+    def test_packed_blocks(self):
+        w = torch.arange(3 * 70, dtype=torch.float32).view(3, 70)
+        p = packed(w)
+        self.assertEqual(tuple(p.shape), (2, 3, BLOCK))
+        self.assertTrue(torch.equal(p[0], w[:, :BLOCK]))
+        self.assertTrue(torch.equal(p[1, :, : 70 - BLOCK], w[:, BLOCK:]))
+        self.assertTrue(torch.equal(p[1, :, 70 - BLOCK :], torch.zeros(3, 2 * BLOCK - 70)))
+
+    def test_a_position_outside_the_cache_or_the_model_is_refused(self):
+        model = micro_model(seed=14)
+        with torch.no_grad(), autocast("fp32"):
+            step = model.decode_weights().row_step()
+            cache = KVCache.empty(model.config, 1, 16, torch.float32)
+            keys, values = [k[0] for k in cache.keys], [v[0] for v in cache.values]
+            for token, position in ((5, 16), (5, -1), (model.config.vocab_size, 3)):
+                with self.subTest(token=token, position=position), self.assertRaises(ValueError):
+                    step(token, position, keys, values)
+
+
+if __name__ == "__main__":
+    unittest.main()
