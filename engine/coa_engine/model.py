@@ -630,11 +630,14 @@ class Transformer(nn.Module):
                     ends = row_ends
         # Ids each row feeds: its own with the kernel, all T (padding included) on the batched path.
         rows_fed = fed if ends is not None else [t] * b
-        # One id of one row in fp32 beside the fused attention: the whole step in native code, if built.
-        step = w.row_step() if ends is not None and fp32 and sum(rows_fed) == 1 else None
+        # One row feeding ids (the others holes) in fp32 beside the fused attention: the whole step in
+        # native code, if built.
+        feeding = [i for i, c in enumerate(rows_fed) if c] if ends is not None and fp32 else []
+        step = w.row_step() if len(feeding) == 1 else None
         if step is not None:
-            r = rows_fed.index(1)
-            logits = step(int(ids[r, 0]), int(pos[r]), [k[r] for k in cache.keys], [v[r] for v in cache.values])
+            r = feeding[0]
+            row_ids = ids[r, : rows_fed[r]].tolist()
+            logits = step(row_ids, int(pos[r]), [k[r] for k in cache.keys], [v[r] for v in cache.values])
         else:
             w = w.for_rows(sum(rows_fed))
             # `decode_tokens` casts every matmul's inputs as autocast would. Autocast stays off there: under

@@ -57,17 +57,22 @@ class RowStep:
         self.dim, self.vocab = int(embed.shape[1]), int(embed.shape[0])
         self.hidden = int(layers[0][3].shape[0])  # down: [hidden, dim]
 
-    def __call__(self, token: int, position: int, keys: list[torch.Tensor], values: list[torch.Tensor]) -> torch.Tensor:
-        """Logits [1, vocab] of `token` at `position`, its keys and values written into the row's
-        `keys[l]` and `values[l]` ([heads, positions, head_dim] each, the positions before it read)."""
-        if not (0 <= token < self.vocab and 0 <= position < min(self.cos.shape[0], keys[0].shape[1])):
-            raise ValueError(f"row step: token {token} at position {position} is outside the model or the cache")
-        logits = torch.empty((1, self.vocab))
+    def __call__(
+        self, ids: list[int], position: int, keys: list[torch.Tensor], values: list[torch.Tensor]
+    ) -> torch.Tensor:
+        """Logits [len(ids), vocab] of `ids` at `position` onwards (one new id, or a speculative step's
+        last id and its draft), their keys and values written into the row's `keys[l]` and `values[l]`
+        ([heads, positions, head_dim] each, the positions before them read)."""
+        count = len(ids)
+        end = min(self.cos.shape[0], keys[0].shape[1])
+        if not (count >= 1 and 0 <= position and position + count <= end and all(0 <= i < self.vocab for i in ids)):
+            raise ValueError(f"row step: ids {ids} at position {position} are outside the model or the cache")
+        logits = torch.empty((count, self.vocab))
         status = attention.attention_kernel().coa_row_step(
-            token, position, self.embed.data_ptr(), self._matrices, self._norms, self.cos.data_ptr(),
-            self.sin.data_ptr(), pointers(keys), pointers(values), keys[0].stride(0), values[0].stride(0),
-            self.layers, self.dim, self.heads, self.hidden, self.vocab, self.eps, logits.data_ptr(),
-            attention.kernel_threads(),
+            (ctypes.c_int64 * count)(*ids), count, position, self.embed.data_ptr(), self._matrices, self._norms,
+            self.cos.data_ptr(), self.sin.data_ptr(), pointers(keys), pointers(values), keys[0].stride(0),
+            values[0].stride(0), self.layers, self.dim, self.heads, self.hidden, self.vocab, self.eps,
+            logits.data_ptr(), attention.kernel_threads(),
         )  # fmt: skip
         if status != 0:
             raise MemoryError("the one-row decode step could not allocate its buffers")

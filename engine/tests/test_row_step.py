@@ -33,20 +33,21 @@ class RowStepTest(unittest.TestCase):
                 raise AssertionError("the engine's kernels did not build on an x86-64 CPU with AVX2, FMA and gcc")
             raise unittest.SkipTest("no native kernels on this machine (not x86-64 with AVX2/FMA, or no gcc)")
 
-    def decode_both(self, model, prompts, feeding, steps=4):
-        """Prefills `prompts` into one batch, then for `steps` steps feeds one id to row `feeding` only
-        (the others are holes, as the sampler's finished rows are) natively and in torch ops, on copies
-        of one cache. Returns both logits per step and both caches."""
+    def decode_both(self, model, prompts, feeding, steps=4, fed=1):
+        """Prefills `prompts` into one batch, then for `steps` steps feeds `fed` ids (a speculative step's
+        last id and draft, when more than one) to row `feeding` only (the others are holes, as the
+        sampler's finished rows are) natively and in torch ops, on copies of one cache. Returns both
+        logits per step and both caches."""
         cache = KVCache.empty(model.config, len(prompts), 64, torch.float32, holding=max(map(len, prompts)))
         width = max(map(len, prompts))
         ids = torch.tensor([p + [0] * (width - len(p)) for p in prompts])
-        counts = [int(i == feeding) for i in range(len(prompts))]
+        counts = [fed * int(i == feeding) for i in range(len(prompts))]
         with torch.no_grad(), autocast("fp32"):
             model(ids, cache, torch.tensor([len(p) for p in prompts]))
             caches = [cache, KVCache([k.clone() for k in cache.keys], [v.clone() for v in cache.values], cache.lens.clone(), 64)]
             logits = [[], []]
             for s in range(steps):
-                step = torch.tensor([[3 + 7 * s]] * len(prompts))
+                step = torch.tensor([[3 + 7 * s + j for j in range(fed)]] * len(prompts))
                 logits[0].append(model.decode(step, caches[0], counts=counts))
                 with torch_step():
                     logits[1].append(model.decode(step, caches[1], counts=counts))
@@ -71,6 +72,19 @@ class RowStepTest(unittest.TestCase):
                     # The holes' rows untouched, bit for bit.
                     self.assertTrue(torch.equal(k[[0, 2]], k2[[0, 2]]) and torch.equal(v[[0, 2]], v2[[0, 2]]))
 
+    def test_a_drafted_step_of_one_row_matches_too(self):
+        """Three ids at once (a speculative step: the last id and a draft of two), causal among
+        themselves: each position's logits and keys as the TorchScript step computes them."""
+        model = micro_model(seed=15)
+        prompts = [[1, 5], [1, *range(20, 45)]]
+        (native, scripted), (ours, theirs) = self.decode_both(model, prompts, feeding=1, steps=3, fed=3)
+        for a, b in zip(native, scripted):
+            self.assertEqual(a.shape, (3, model.config.vocab_size))
+            torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
+        self.assertEqual(ours.lens.tolist(), [2, 35])
+        for k, k2 in zip(ours.keys, theirs.keys):
+            torch.testing.assert_close(k[1, :, :35], k2[1, :, :35], rtol=0, atol=1e-6)
+
     def test_the_same_bits_on_one_thread_or_two(self):
         model = micro_model(seed=12)
         outs = []
@@ -83,19 +97,19 @@ class RowStepTest(unittest.TestCase):
             attention.use_threads(None)
         self.assertTrue(torch.equal(outs[0], outs[1]))
 
-    def test_taken_only_for_one_id_of_one_row_in_fp32(self):
+    def test_taken_only_for_one_row_in_fp32(self):
         model = micro_model(seed=13)
         calls = []
         real = RowStep.__call__
         with torch.no_grad(), mock.patch.object(RowStep, "__call__", lambda *a: calls.append(1) or real(*a)):
-            for dtype, rows, t in (("fp32", 2, 1), ("fp32", 1, 2), ("bf16", 1, 1), ("fp32", 1, 1)):
+            for dtype, rows, t in (("fp32", 2, 1), ("bf16", 1, 1), ("fp32", 1, 2), ("fp32", 1, 1)):
                 cache_dtype = torch.bfloat16 if dtype == "bf16" else torch.float32
                 with self.subTest(dtype=dtype, rows=rows, ids=t), autocast(dtype):
                     cache = KVCache.empty(model.config, rows, 32, cache_dtype)
                     model(torch.tensor([[1, 40, 41]] * rows), cache)
                     calls.clear()
                     model.decode(torch.full((rows, t), 50), cache)
-                    self.assertEqual(len(calls), int((dtype, rows, t) == ("fp32", 1, 1)))
+                    self.assertEqual(len(calls), int(dtype == "fp32" and rows == 1))
             with mock.patch.object(attention, "attention_kernel", lambda: None), autocast("fp32"):
                 self.assertIsNone(model_module.DecodeWeights(model, torch.float32, None).row_step())
 
@@ -113,9 +127,9 @@ class RowStepTest(unittest.TestCase):
             step = model.decode_weights().row_step()
             cache = KVCache.empty(model.config, 1, 16, torch.float32)
             keys, values = [k[0] for k in cache.keys], [v[0] for v in cache.values]
-            for token, position in ((5, 16), (5, -1), (model.config.vocab_size, 3)):
-                with self.subTest(token=token, position=position), self.assertRaises(ValueError):
-                    step(token, position, keys, values)
+            for ids, position in (([5], 16), ([5, 6], 15), ([5], -1), ([model.config.vocab_size], 3), ([], 3)):
+                with self.subTest(ids=ids, position=position), self.assertRaises(ValueError):
+                    step(ids, position, keys, values)
 
 
 if __name__ == "__main__":
