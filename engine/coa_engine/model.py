@@ -637,7 +637,7 @@ class Transformer(nn.Module):
         if step is not None:
             r = feeding[0]
             row_ids = ids[r, : rows_fed[r]].tolist()
-            logits = step(row_ids, int(pos[r]), [k[r] for k in cache.keys], [v[r] for v in cache.values])
+            logits = step(row_ids, int(pos[r]), r, cache.keys, cache.values)
         else:
             w = w.for_rows(sum(rows_fed))
             # `decode_tokens` casts every matmul's inputs as autocast would. Autocast stays off there: under

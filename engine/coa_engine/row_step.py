@@ -28,8 +28,9 @@ def packed(weight: torch.Tensor) -> torch.Tensor:
     return F.pad(weight, (0, blocks * BLOCK - columns)).view(rows, blocks, BLOCK).transpose(0, 1).contiguous()
 
 
-def pointers(tensors: list[torch.Tensor]) -> ctypes.Array:
-    return (ctypes.c_void_p * len(tensors))(*[t.data_ptr() for t in tensors])
+def pointers(tensors: list[torch.Tensor], row: int = 0) -> ctypes.Array:
+    """Each tensor's address, or that of its row `row` (of its first dimension)."""
+    return (ctypes.c_void_p * len(tensors))(*[t.data_ptr() + row * t.stride(0) * t.element_size() for t in tensors])
 
 
 class RowStep:
@@ -58,20 +59,28 @@ class RowStep:
         self.hidden = int(layers[0][3].shape[0])  # down: [hidden, dim]
 
     def __call__(
-        self, ids: list[int], position: int, keys: list[torch.Tensor], values: list[torch.Tensor]
+        self, ids: list[int], position: int, row: int, keys: list[torch.Tensor], values: list[torch.Tensor]
     ) -> torch.Tensor:
         """Logits [len(ids), vocab] of `ids` at `position` onwards (one new id, or a speculative step's
-        last id and its draft), their keys and values written into the row's `keys[l]` and `values[l]`
-        ([heads, positions, head_dim] each, the positions before them read)."""
+        last id and its draft) in row `row` of a cache whose layers' keys and values are `keys` and
+        `values` ([rows, heads, positions, head_dim], fp32, `KVCache`), the ids' keys and values written
+        there and the positions before them read."""
         count = len(ids)
-        end = min(self.cos.shape[0], keys[0].shape[1])
-        if not (count >= 1 and 0 <= position and position + count <= end and all(0 <= i < self.vocab for i in ids)):
-            raise ValueError(f"row step: ids {ids} at position {position} are outside the model or the cache")
+        end = min(self.cos.shape[0], keys[0].shape[2])
+        if not (
+            count >= 1
+            and 0 <= position
+            and position + count <= end
+            and 0 <= row < keys[0].shape[0]
+            and all(0 <= i < self.vocab for i in ids)
+        ):
+            where = f"ids {ids} at position {position} of row {row}"
+            raise ValueError(f"row step: {where} are outside the model or the cache")
         logits = torch.empty((count, self.vocab))
         status = attention.attention_kernel().coa_row_step(
             (ctypes.c_int64 * count)(*ids), count, position, self.embed.data_ptr(), self._matrices, self._norms,
-            self.cos.data_ptr(), self.sin.data_ptr(), pointers(keys), pointers(values), keys[0].stride(0),
-            values[0].stride(0), self.layers, self.dim, self.heads, self.hidden, self.vocab, self.eps,
+            self.cos.data_ptr(), self.sin.data_ptr(), pointers(keys, row), pointers(values, row), keys[0].stride(1),
+            values[0].stride(1), self.layers, self.dim, self.heads, self.hidden, self.vocab, self.eps,
             logits.data_ptr(), attention.kernel_threads(),
         )  # fmt: skip
         if status != 0:

@@ -140,34 +140,46 @@ def argmax_rows(logits: torch.Tensor) -> torch.Tensor:
     return logits.argmax(-1)
 
 
-def sample(logits: torch.Tensor, temperature: torch.Tensor, top_p: torch.Tensor, uniform: torch.Tensor):
+def sample(logits: torch.Tensor, temperature: list[float], top_p: list[float], uniform: list[float]):
     """Draws one token per row by inverting the CDF of the top-p truncated, temperature-scaled
     distribution at `uniform` (rows with temperature 0 take the argmax): over the tokens in vocabulary
     order when no row truncates, else in descending order of probability. Returns the tokens and the
     full log-distribution their logprobs are reported under (see the module note).
+
+    The rows' settings come as Python floats, so that which of these paths runs is decided without
+    tensor ops: for a step of one row each op costs more than its arithmetic (a one-row `tiny` step
+    spent ~0.13 ms here against ~0.5 ms in the model, docs/engine.md). The arithmetic is that of
+    float32 tensors of the same values.
     """
-    greedy = temperature == 0
-    if bool(greedy.all()):
+    device = logits.device
+    greedy = [t == 0 for t in temperature]
+    if all(greedy):
         # Argmax only: no sort, no CDF (the same tokens the general path picks for greedy rows).
         return argmax_rows(logits), F.log_softmax(logits.float(), dim=-1)
-    scale = torch.where(greedy, torch.ones_like(temperature), temperature)
-    logp = F.log_softmax(logits.float() / scale[:, None], dim=-1)
-    if bool((top_p >= 1).all()):
+    scale = [1.0 if g else t for g, t in zip(greedy, temperature)]
+    scaled = logits.float()
+    if any(x != 1.0 for x in scale):  # dividing by 1.0 changes no bit: skipped
+        scaled = scaled / torch.tensor(scale, dtype=torch.float32, device=device)[:, None]
+    logp = F.log_softmax(scaled, dim=-1)
+    u = torch.tensor(uniform, dtype=torch.float32, device=device)
+    if all(p >= 1 for p in top_p):
         # Nothing to truncate: invert the CDF in vocabulary order. Sorting first only to find the
         # top-p prefix cost 3.3 ms a step for 32 rows of a 2,048-id vocabulary, more than the
         # micro model's own decode step (docs/engine.md).
         cdf = logp.exp().cumsum(-1)
-        pos = torch.searchsorted(cdf, (uniform * cdf[:, -1])[:, None], right=True)
+        pos = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True)
         tokens = pos[:, 0].clamp_max(logits.shape[-1] - 1)
-        return torch.where(greedy, argmax_rows(logits), tokens), logp
-    probs, order = logp.exp().sort(dim=-1, descending=True)
-    # Keep the smallest prefix whose mass reaches top_p: a token stays if the mass before it is short.
-    keep = (probs.cumsum(-1) - probs) < top_p[:, None]
-    cdf = (probs * keep).cumsum(-1)
-    pos = torch.searchsorted(cdf, (uniform * cdf[:, -1])[:, None], right=True)
-    pos = torch.minimum(pos, keep.sum(-1, keepdim=True) - 1)
-    tokens = order.gather(1, pos)[:, 0]
-    tokens = torch.where(greedy, argmax_rows(logits), tokens)
+    else:
+        probs, order = logp.exp().sort(dim=-1, descending=True)
+        # Keep the smallest prefix whose mass reaches top_p: a token stays if the mass before it is short.
+        p = torch.tensor(top_p, dtype=torch.float32, device=device)
+        keep = (probs.cumsum(-1) - probs) < p[:, None]
+        cdf = (probs * keep).cumsum(-1)
+        pos = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True)
+        pos = torch.minimum(pos, keep.sum(-1, keepdim=True) - 1)
+        tokens = order.gather(1, pos)[:, 0]
+    if any(greedy):
+        tokens = torch.where(torch.tensor(greedy, device=device), argmax_rows(logits), tokens)
     return tokens, logp
 
 
@@ -929,10 +941,8 @@ class Sampler:
         rows = [r for r in slots if r is not None]
         counts = [1 + len(r.draft) for r in rows]  # positions each row may sample
 
-        def per_position(values: list[float]) -> torch.Tensor:
-            return torch.tensor(
-                [v for v, c in zip(values, counts) for _ in range(c)], dtype=torch.float32, device=device
-            )
+        def per_position(values: list[float]) -> list[float]:
+            return [v for v, c in zip(values, counts) for _ in range(c)]
 
         temperature = per_position([r.params.temperature for r in rows])
         top_p = per_position([r.params.top_p for r in rows])
@@ -944,7 +954,7 @@ class Sampler:
             g = r.generator
             states.append(g.get_state() if g is not None and c > 1 else None)
             draws.extend(float(torch.rand((), generator=g)) if g is not None else 0.0 for _ in range(c))
-        tokens, logp = sample(logits, temperature, top_p, torch.tensor(draws, dtype=torch.float32, device=device))
+        tokens, logp = sample(logits, temperature, top_p, draws)
         chosen = logp.gather(1, tokens[:, None])[:, 0].tolist()
         k = max(r.params.top_logprobs for r in rows)
         # The alternatives as lists once for all rows, rather than two tensor slices per row and step.

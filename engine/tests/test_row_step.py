@@ -44,7 +44,8 @@ class RowStepTest(unittest.TestCase):
         counts = [fed * int(i == feeding) for i in range(len(prompts))]
         with torch.no_grad(), autocast("fp32"):
             model(ids, cache, torch.tensor([len(p) for p in prompts]))
-            caches = [cache, KVCache([k.clone() for k in cache.keys], [v.clone() for v in cache.values], cache.lens.clone(), 64)]
+            copy = KVCache([k.clone() for k in cache.keys], [v.clone() for v in cache.values], cache.lens.clone(), 64)
+            caches = [cache, copy]
             logits = [[], []]
             for s in range(steps):
                 step = torch.tensor([[3 + 7 * s + j for j in range(fed)]] * len(prompts))
@@ -59,9 +60,10 @@ class RowStepTest(unittest.TestCase):
             prompts = [[1, 5, 9, 13], [1, *range(20, 50)], [1, 7]]
             calls = []
             real = RowStep.__call__
-            with self.subTest(model=name), mock.patch.object(RowStep, "__call__", lambda *a: calls.append(a[2]) or real(*a)):
+            spy = mock.patch.object(RowStep, "__call__", lambda *a: calls.append((a[2], a[3])) or real(*a))
+            with self.subTest(model=name), spy:
                 (native, scripted), (ours, theirs) = self.decode_both(model, prompts, feeding=1)
-                self.assertEqual(calls, [31, 32, 33, 34])  # row 1's positions, each step through the native step
+                self.assertEqual(calls, [(31, 1), (32, 1), (33, 1), (34, 1)])  # row 1, each step natively
                 for a, b in zip(native, scripted):
                     self.assertEqual(a.shape, (1, model.config.vocab_size))
                     torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
@@ -126,10 +128,11 @@ class RowStepTest(unittest.TestCase):
         with torch.no_grad(), autocast("fp32"):
             step = model.decode_weights().row_step()
             cache = KVCache.empty(model.config, 1, 16, torch.float32)
-            keys, values = [k[0] for k in cache.keys], [v[0] for v in cache.values]
-            for ids, position in (([5], 16), ([5, 6], 15), ([5], -1), ([model.config.vocab_size], 3), ([], 3)):
-                with self.subTest(ids=ids, position=position), self.assertRaises(ValueError):
-                    step(ids, position, keys, values)
+            for ids, position, row in (
+                ([5], 16, 0), ([5, 6], 15, 0), ([5], -1, 0), ([model.config.vocab_size], 3, 0), ([], 3, 0), ([5], 3, 1)
+            ):
+                with self.subTest(ids=ids, position=position, row=row), self.assertRaises(ValueError):
+                    step(ids, position, row, cache.keys, cache.values)
 
 
 if __name__ == "__main__":

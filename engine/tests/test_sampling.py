@@ -35,30 +35,28 @@ class SampleTest(unittest.TestCase):
 
     def test_greedy_and_narrow_top_p_take_the_argmax(self):
         logits = torch.tensor([[0.0, 2.0, 1.0], [0.0, 2.0, 1.0]])
-        tokens, _ = sample(logits, torch.tensor([0.0, 1.0]), torch.tensor([1.0, 1e-6]), torch.tensor([0.9, 0.9]))
+        tokens, _ = sample(logits, [0.0, 1.0], [1.0, 1e-6], [0.9, 0.9])
         self.assertEqual(tokens.tolist(), [1, 1])
 
     def test_inverse_cdf_follows_the_distribution(self):
         logits = torch.log(torch.tensor([[0.5, 0.3, 0.2]])).repeat(3, 1)
-        u = torch.tensor([0.1, 0.6, 0.95])
-        tokens, logp = sample(logits, torch.ones(3), torch.ones(3), u)
+        tokens, logp = sample(logits, [1.0] * 3, [1.0] * 3, [0.1, 0.6, 0.95])
         self.assertEqual(tokens.tolist(), [0, 1, 2])
         torch.testing.assert_close(logp[0].exp(), torch.tensor([0.5, 0.3, 0.2]))
 
     def test_without_top_p_the_cdf_runs_in_vocabulary_order(self):
         logits = torch.log(torch.tensor([[0.2, 0.5, 0.3]])).repeat(4, 1)
-        u = torch.tensor([0.1, 0.3, 0.69, 0.75])
-        tokens, _ = sample(logits, torch.ones(4), torch.ones(4), u)
+        tokens, _ = sample(logits, [1.0] * 4, [1.0] * 4, [0.1, 0.3, 0.69, 0.75])
         self.assertEqual(tokens.tolist(), [0, 1, 1, 2])
 
     def test_a_token_of_zero_probability_is_never_drawn(self):
         logits = torch.tensor([[0.0, float("-inf"), 0.0]]).repeat(3, 1)
-        tokens, _ = sample(logits, torch.ones(3), torch.ones(3), torch.tensor([0.0, 0.5, 0.999]))
+        tokens, _ = sample(logits, [1.0] * 3, [1.0] * 3, [0.0, 0.5, 0.999])
         self.assertEqual(tokens.tolist(), [0, 2, 2])
 
     def test_top_p_drops_the_tail(self):
         logits = torch.log(torch.tensor([[0.5, 0.3, 0.2]]))
-        tokens, _ = sample(logits, torch.ones(1), torch.tensor([0.7]), torch.tensor([0.99]))
+        tokens, _ = sample(logits, [1.0], [0.7], [0.99])
         self.assertEqual(tokens.tolist(), [1])
 
     def test_find_stop_spans_token_boundaries(self):
