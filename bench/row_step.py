@@ -1,0 +1,76 @@
+"""A decode step of one row in process: the native step (engine/coa_engine/row_step.c) against the
+TorchScript step with the fused attention, alternated, in fp32, on the kernel's threads given (torch on
+one, as the engine generates on a 2-core machine), back to back and with an idle gap between steps such as
+sampling leaves (issue 18; docs/engine.md, "The one-row step in native code"). A fresh model of each
+preset, a 32-id prompt, 4 rounds of 50 timed steps per path; prints best / median ms and the largest logit
+difference between the paths.
+
+PYTHONPATH=engine python bench/row_step.py [THREADS [PRESETS [GAP_MS]]]   e.g. 2 tiny,small 0.3
+"""
+
+import os
+import statistics
+import sys
+import time
+from unittest import mock
+
+os.environ.setdefault("GOMP_SPINCOUNT", "10000")  # as `python -m coa_engine` sets it
+
+from coa_engine import allocator
+
+allocator.tune_malloc()  # before torch allocates, as the engine does
+
+import torch  # noqa: E402
+
+from coa_engine import attention  # noqa: E402
+from coa_engine.model import DecodeWeights, KVCache, Transformer, preset_config  # noqa: E402
+from coa_engine.precision import autocast  # noqa: E402
+
+
+def timed_steps(model, cache, ids, gap: float, native: bool) -> tuple[list[float], torch.Tensor]:
+    times, start_len = [], cache.lens.clone()
+    scripted = mock.patch.object(DecodeWeights, "row_step", lambda self: None)
+    with torch.no_grad(), autocast("fp32"), (mock.MagicMock() if native else scripted):
+        for i in range(51):
+            idle = time.perf_counter() + gap
+            while time.perf_counter() < idle:
+                pass
+            start = time.perf_counter()
+            logits = model.decode(ids, cache)
+            if i:  # the first is a warm-up
+                times.append(1e3 * (time.perf_counter() - start))
+    cache.lens = start_len
+    return times, logits
+
+
+def main() -> None:
+    threads = int(sys.argv[1]) if len(sys.argv) > 1 else 2
+    presets = sys.argv[2].split(",") if len(sys.argv) > 2 else ["micro", "tiny", "small"]
+    gap = float(sys.argv[3]) / 1e3 if len(sys.argv) > 3 else 0.0
+    torch.set_num_threads(1)
+    attention.use_threads(threads)
+    kernel = attention.attention_kernel()
+    print(f"torch {torch.__version__}, kernels on {threads} threads, {gap * 1e3:g} ms between steps")
+    if kernel is None:
+        print(f"no native kernels here: {attention.state()['reason']}")
+        return
+    for preset in presets:
+        torch.manual_seed(0)
+        model = Transformer(preset_config(preset, 281)).eval()
+        cache = KVCache.empty(model.config, 1, 200, torch.float32)
+        with torch.no_grad(), autocast("fp32"):
+            model(torch.randint(3, 281, (1, 32)), cache)
+        ids = torch.tensor([7])
+        times: dict[str, list[float]] = {"native": [], "TorchScript": []}
+        logits = {}
+        for _ in range(4):
+            for name in times:
+                step_times, logits[name] = timed_steps(model, cache, ids, gap, name == "native")
+                times[name] += step_times
+        diff = (logits["native"] - logits["TorchScript"]).abs().max().item()
+        cells = " | ".join(f"{n} {min(x):.3f} / {statistics.median(x):.3f} ms" for n, x in times.items())
+        print(f"{preset} one row, fp32: {cells} | largest logit difference {diff:.2g}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
