@@ -1,11 +1,12 @@
 """A decode step of one row in process: the native step (engine/coa_engine/row_step.c) against the
-TorchScript step with the fused attention, alternated, in fp32, on the kernel's threads given (torch on
-one, as the engine generates on a 2-core machine), back to back and with an idle gap between steps such as
-sampling leaves (issue 18; docs/engine.md, "The one-row step in native code"). A fresh model of each
-preset, a 32-id prompt, 4 rounds of 50 timed steps per path; prints best / median ms and the largest logit
+TorchScript step with the fused attention, alternated, in fp32 or bf16 (bf16 matrices and cache, as a bf16
+engine decodes), on THREADS generation threads (torch's count, which the native step takes too; the
+fused attention on as many), back to back or with GAP_MS of idle time between steps such as sampling
+leaves (issue 18; docs/engine.md, "The one-row step in native code"). A fresh model of each preset, a
+32-id prompt, 4 rounds of 50 timed steps per path; prints best / median ms and the largest logit
 difference between the paths.
 
-PYTHONPATH=engine python bench/row_step.py [THREADS [PRESETS [GAP_MS]]]   e.g. 2 tiny,small 0.3
+PYTHONPATH=engine python bench/row_step.py [THREADS [PRESETS [GAP_MS [DTYPE]]]]   e.g. 2 tiny,small 0.3 bf16
 """
 
 import os
@@ -27,10 +28,10 @@ from coa_engine.model import DecodeWeights, KVCache, Transformer, preset_config 
 from coa_engine.precision import autocast  # noqa: E402
 
 
-def timed_steps(model, cache, ids, gap: float, native: bool) -> tuple[list[float], torch.Tensor]:
+def timed_steps(model, cache, ids, gap: float, native: bool, dtype: str) -> tuple[list[float], torch.Tensor]:
     times, start_len = [], cache.lens.clone()
     scripted = mock.patch.object(DecodeWeights, "row_step", lambda self: None)
-    with torch.no_grad(), autocast("fp32"), (mock.MagicMock() if native else scripted):
+    with torch.no_grad(), autocast(dtype), (mock.MagicMock() if native else scripted):
         for i in range(51):
             idle = time.perf_counter() + gap
             while time.perf_counter() < idle:
@@ -47,29 +48,31 @@ def main() -> None:
     threads = int(sys.argv[1]) if len(sys.argv) > 1 else 2
     presets = sys.argv[2].split(",") if len(sys.argv) > 2 else ["micro", "tiny", "small"]
     gap = float(sys.argv[3]) / 1e3 if len(sys.argv) > 3 else 0.0
-    torch.set_num_threads(1)
+    dtype = sys.argv[4] if len(sys.argv) > 4 else "fp32"
+    cache_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    torch.set_num_threads(threads)
     attention.use_threads(threads)
     kernel = attention.attention_kernel()
-    print(f"torch {torch.__version__}, kernels on {threads} threads, {gap * 1e3:g} ms between steps")
+    print(f"torch {torch.__version__}, {threads} threads, {gap * 1e3:g} ms between steps")
     if kernel is None:
         print(f"no native kernels here: {attention.state()['reason']}")
         return
     for preset in presets:
         torch.manual_seed(0)
         model = Transformer(preset_config(preset, 281)).eval()
-        cache = KVCache.empty(model.config, 1, 200, torch.float32)
-        with torch.no_grad(), autocast("fp32"):
+        cache = KVCache.empty(model.config, 1, 200, cache_dtype)
+        with torch.no_grad(), autocast(dtype):
             model(torch.randint(3, 281, (1, 32)), cache)
         ids = torch.tensor([7])
         times: dict[str, list[float]] = {"native": [], "TorchScript": []}
         logits = {}
         for _ in range(4):
             for name in times:
-                step_times, logits[name] = timed_steps(model, cache, ids, gap, name == "native")
+                step_times, logits[name] = timed_steps(model, cache, ids, gap, name == "native", dtype)
                 times[name] += step_times
-        diff = (logits["native"] - logits["TorchScript"]).abs().max().item()
+        diff = (logits["native"].float() - logits["TorchScript"].float()).abs().max().item()
         cells = " | ".join(f"{n} {min(x):.3f} / {statistics.median(x):.3f} ms" for n, x in times.items())
-        print(f"{preset} one row, fp32: {cells} | largest logit difference {diff:.2g}", flush=True)
+        print(f"{preset} one row, {dtype}: {cells} | largest logit difference {diff:.2g}", flush=True)
 
 
 if __name__ == "__main__":

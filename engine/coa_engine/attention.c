@@ -30,38 +30,15 @@
 #include <omp.h>
 #endif
 
+#include "bf16.h"
+
 /* Queries per pass over a row's values: their accumulators, a few vectors of columns each, stay in
  * AVX2's 16 registers (`weighted_values`). */
 #define GROUP 6
 
 /* The helpers below take the cache's element type as a constant `bf16` (0: fp32) and are inlined into
- * one job function per type (`job_fp32`, `job_bf16`), so that each type's loops are branch-free. */
-#define INLINE static inline __attribute__((always_inline))
-
-/* Eight elements from i on, as fp32 (a bf16 is the upper half of the fp32 of the same value). */
-INLINE __m256 load8(const void *base, int64_t i, const int bf16) {
-  if (!bf16) return _mm256_loadu_ps((const float *)base + i);
-  __m128i half = _mm_loadu_si128((const __m128i *)((const uint16_t *)base + i));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(half), 16));
-}
-
-INLINE float load1(const void *base, int64_t i, const int bf16) {
-  if (!bf16) return ((const float *)base)[i];
-  uint32_t bits = (uint32_t)((const uint16_t *)base)[i] << 16;
-  float x;
-  __builtin_memcpy(&x, &bits, sizeof x);
-  return x;
-}
-
-/* Each lane rounded to the nearest bf16, ties to even (as torch rounds; the values here are finite). */
-INLINE __m256 round_bf16(__m256 x) {
-  __m256i bits = _mm256_castps_si256(x);
-  __m256i odd = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
-  bits = _mm256_add_epi32(bits, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), odd));
-  return _mm256_castsi256_ps(_mm256_and_si256(bits, _mm256_set1_epi32((int)0xffff0000u)));
-}
-
-INLINE float round1_bf16(float x) { return _mm256_cvtss_f32(round_bf16(_mm256_set1_ps(x))); }
+ * one job function per type (`job_fp32`, `job_bf16`), so that each type's loops are branch-free; the
+ * element helpers (`load8`, `round_bf16`, ...) are in bf16.h. */
 
 /* [sum(a0), ..., sum(a7)] of eight vectors. */
 INLINE __m256 sums8(__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 a4, __m256 a5, __m256 a6, __m256 a7) {

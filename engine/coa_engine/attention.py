@@ -33,6 +33,8 @@ import torch
 # The engine's native code, built into one shared object: this attention, and the whole one-row decode
 # step that calls it (row_step.c, loaded by row_step.py).
 SOURCES = tuple(Path(__file__).with_name(name) for name in ("attention.c", "row_step.c"))
+# Included by both (its text is part of the build's key).
+HEADERS = (Path(__file__).with_name("bf16.h"),)
 # -ffast-math at compile time only: it lets gcc vectorize the softmax's exp (glibc's libmvec) and
 # reassociate the sums. Linked with it, gcc would add crtfastmath.o, which flushes denormals for the
 # whole process (torch's arithmetic included) when the library loads.
@@ -61,7 +63,7 @@ def build(compiler: str | None = None) -> Path:
     if cc is None:
         raise OSError("no C compiler (gcc or cc) on PATH")
     version = subprocess.run([cc, "--version"], capture_output=True, text=True, check=True).stdout
-    texts = [source.read_text() for source in SOURCES]
+    texts = [source.read_text() for source in (*SOURCES, *HEADERS)]
     key = hashlib.sha256("\0".join([*texts, version, *COMPILE_FLAGS, *LINK_FLAGS, cpu_flags()]).encode())
     target = cache_dir() / f"attention-{key.hexdigest()[:16]}.so"
     if target.exists():
@@ -120,7 +122,7 @@ def attention_kernel() -> ctypes.CDLL | None:
     lib.coa_attend_rows.restype = ctypes.c_int
     lib.coa_attend_rows.argtypes = [ptr, ptr, ptr, ptr, ptr, ptr, *[i64] * 9, ctypes.c_float, ctypes.c_int, ctypes.c_int]
     lib.coa_row_step.restype = ctypes.c_int
-    lib.coa_row_step.argtypes = [ptr, i64, i64, *[ptr] * 7, *[i64] * 7, ctypes.c_float, ptr, ctypes.c_int]
+    lib.coa_row_step.argtypes = [ptr, i64, i64, *[ptr] * 7, *[i64] * 7, ctypes.c_float, ptr, ctypes.c_int, ctypes.c_int]
     return lib
 
 

@@ -592,8 +592,8 @@ class Transformer(nn.Module):
         its weight, already cast to the autocast dtype (`DecodeWeights`), or for a single token on a CPU
         a matrix-vector product (`RowWeights`), and the per-step index and mask tensors built once for
         all layers rather than per layer. The step itself is `decode_tokens`, compiled by TorchScript; a
-        step that feeds one id of one row in fp32, where the fused attention runs, is one call of native
-        code instead (`DecodeWeights.row_step`, row_step.py).
+        step in which one row feeds ids (batch 1, or the last row of a batch), where the fused attention
+        runs, is one call of native code instead (`DecodeWeights.row_step`, row_step.py).
         """
         single = ids.dim() == 1
         ids = ids.reshape(ids.shape[0], -1)
@@ -630,9 +630,9 @@ class Transformer(nn.Module):
                     ends = row_ends
         # Ids each row feeds: its own with the kernel, all T (padding included) on the batched path.
         rows_fed = fed if ends is not None else [t] * b
-        # One row feeding ids (the others holes) in fp32 beside the fused attention: the whole step in
-        # native code, if built.
-        feeding = [i for i, c in enumerate(rows_fed) if c] if ends is not None and fp32 else []
+        # One row feeding ids (the others holes) beside the fused attention: the whole step in native
+        # code, if built.
+        feeding = [i for i, c in enumerate(rows_fed) if c] if ends is not None else []
         step = w.row_step() if len(feeding) == 1 else None
         if step is not None:
             r = feeding[0]
@@ -852,10 +852,11 @@ class DecodeWeights:
 
     def row_step(self) -> RowStep | None:
         """The whole one-row step in native code over these weights (row_step.py), built at its first use:
-        fp32 on a CPU where the engine's kernels build; else None."""
+        fp32 or bf16 on a CPU where the engine's kernels build; else None."""
         if self._row_step is None:
             embed, rope, config = self._model_parts
-            native = self.dtype == torch.float32 and embed.device.type == "cpu" and attention.attention_kernel() is not None
+            kernels = attention.attention_kernel() is not None
+            native = self.dtype in (torch.float32, torch.bfloat16) and embed.device.type == "cpu" and kernels
             heads, eps = config.n_heads, config.norm_eps
             self._row_step = RowStep(self.layers, self.output, self.norms, embed, rope, heads, eps) if native else False
         return self._row_step or None

@@ -1,16 +1,22 @@
-/* A whole decode step of one row in fp32 on a CPU: the model's every layer for one new token, from its id
- * to its logits, in one call (row_step.py loads it; model.py's `decode_tokens` is the same arithmetic in
- * torch ops and what every other step runs).
+/* A whole decode step of one row on a CPU: the model's every layer for its new ids, from the ids to their
+ * logits, in one call (row_step.py loads it; model.py's `decode_tokens` is the same arithmetic in torch
+ * ops and what every other step runs).
  *
- * Why: a one-row step of `tiny` reads 17 MB of weights, ~0.4 ms at this project's CPUs' cache rates, but
- * took 2.2-2.8 ms through TorchScript on a 2-core AVX2 EPYC: ~200 torch ops and five calls of the fused
- * attention through Python, each costing more than its arithmetic (docs/engine.md). Here the step is
- * matrix-vector products over the decode layout's [in, out] matrices, the norms, rotation and SwiGLU in
- * plain loops, and the attention by `coa_attend_rows` (attention.c) over the row's own positions.
+ * Why: a one-row step of `tiny` reads 17 MB of fp32 weights, ~1 ms at this project's 2-core EPYC's
+ * one-thread read rate, but took 2.2-2.8 ms through TorchScript there: ~200 torch ops and five calls of
+ * the fused attention through Python, each costing more than its arithmetic (docs/engine.md). Here the
+ * step is matrix-vector products over packed copies of the decode layout's matrices, the norms,
+ * rotation and SwiGLU in plain loops, and the attention by `coa_attend_rows` (attention.c) over the
+ * row's own positions.
  *
- * Arithmetic: that of `decode_tokens` in fp32 (RMSNorm, rotary halves, softmax attention scaled by
- * 1/sqrt(head_dim), SwiGLU, residual adds, tied output), with sums in another order: logits agree to
- * about 1e-5 (tested). */
+ * Arithmetic: that of `decode_tokens` (RMSNorm, rotary halves, softmax attention scaled by
+ * 1/sqrt(head_dim), SwiGLU, residual adds, tied output) in its dtype. In fp32 with sums in another
+ * order: logits agree to about 1e-5 (tested). In bf16 (`bf16` = 1: bf16 matrices and cache) as a bf16
+ * engine's one-row step computes it (`RowWeights`): every projection's input and output rounded to
+ * bf16 around fp32 sums of exact products, the stream x kept in fp32, the rotation in fp32 from bf16
+ * values, queries and keys rounded to bf16, the attention's output rounded, SwiGLU's activation and
+ * product each rounded as torch's bf16 ops round them; its sums in another order leave some outputs a
+ * bf16 step apart. */
 #if !defined(__AVX2__) || !defined(__FMA__)
 #error "the one-row step needs AVX2 and FMA; the engine decodes in torch ops instead"
 #endif
@@ -20,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bf16.h"
+
 int coa_attend_rows(const float *q, const void *keys, const void *values, float *out, const int64_t *ends,
                     const int64_t *counts, int64_t rows, int64_t heads, int64_t d, int64_t q_position, int64_t q_head,
                     int64_t key_row, int64_t key_head, int64_t value_row, int64_t value_head, float scale,
@@ -28,17 +36,19 @@ int coa_attend_rows(const float *q, const void *keys, const void *values, float 
 /* Columns per block of a packed matrix: a block's accumulators fill 8 of AVX2's 16 registers. */
 #define BLOCK 64
 
-/* y[t] = x[t] w, or with `add` y[t] += x[t] w, for `count` inputs x [count, in] and w [in, out] packed in
- * blocks of BLOCK columns ([blocks, in, BLOCK], the last block padded with zeros: row_step.py's `packed`),
- * so that each block is one contiguous stream: read by columns of the [in, out] layout (rows `out` apart)
- * the same products ran at 9-10 GB/s on one core of a 2-core AVX2 EPYC, packed at 16-19 (docs/engine.md).
- * A block is read from memory for the first input and from the core's L2 for the others. The blocks are
+/* y[t] = x[t] w, or with `add` y[t] += x[t] w, for `count` inputs x [count, in] and w [in, out] (fp32, or
+ * bf16 with `bf16`: then each sum is rounded to bf16 before it is stored or added) packed in blocks of
+ * BLOCK columns ([blocks, in, BLOCK], the last block padded with zeros: row_step.py's `packed`), so that
+ * each block is one contiguous stream: read by columns of the [in, out] layout (rows `out` apart) the
+ * same products ran at 9-10 GB/s on one core of a 2-core AVX2 EPYC, packed at 16-19 (docs/engine.md). A
+ * block is read from memory for the first input and from the core's L2 for the others. The blocks are
  * shared among the threads of the enclosing parallel region (all on the caller's outside one), and the
  * call ends with their barrier. */
-static void gemv(const float *x, int64_t count, const float *w, int64_t in, int64_t out, float *y, const int add) {
+INLINE void gemv(const float *x, int64_t count, const void *w, int64_t in, int64_t out, float *y, const int add,
+                 const int bf16) {
 #pragma omp for schedule(static)
   for (int64_t block = 0; block < (out + BLOCK - 1) / BLOCK; block++) {
-    const float *stream = w + block * in * BLOCK;
+    const int64_t stream = block * in * BLOCK;
     const int64_t first = block * BLOCK, last = first + BLOCK < out ? first + BLOCK : out;
     for (int64_t t = 0; t < count; t++) {
       const float *xt = x + t * in;
@@ -47,21 +57,31 @@ static void gemv(const float *x, int64_t count, const float *w, int64_t in, int6
       for (int j = 0; j < BLOCK / 8; j++) a[j] = _mm256_setzero_ps();
       for (int64_t i = 0; i < in; i++) {
         const __m256 xi = _mm256_broadcast_ss(xt + i);
-        for (int j = 0; j < BLOCK / 8; j++) a[j] = _mm256_fmadd_ps(xi, _mm256_loadu_ps(stream + i * BLOCK + 8 * j), a[j]);
+        for (int j = 0; j < BLOCK / 8; j++) a[j] = _mm256_fmadd_ps(xi, load8(w, stream + i * BLOCK + 8 * j, bf16), a[j]);
       }
       float sums[BLOCK];
-      for (int j = 0; j < BLOCK / 8; j++) _mm256_storeu_ps(sums + 8 * j, a[j]);
+      for (int j = 0; j < BLOCK / 8; j++) _mm256_storeu_ps(sums + 8 * j, bf16 ? round_bf16(a[j]) : a[j]);
       for (int64_t c = first; c < last; c++) yt[c] = add ? yt[c] + sums[c - first] : sums[c - first];
     }
   }
 }
 
-/* out = x / sqrt(mean(x^2) + eps) * weight, as model.py's `rms_norm`. */
-static void rms_norm(const float *x, const float *weight, int64_t n, float eps, float *out) {
+/* out = x / sqrt(mean(x^2) + eps) * weight, as model.py's `rms_norm`; with `bf16` rounded to bf16 (the
+ * projection it feeds rounds its input so). */
+INLINE void rms_norm(const float *x, const float *weight, int64_t n, float eps, float *out, const int bf16) {
   float squares = 0.0f;
   for (int64_t i = 0; i < n; i++) squares += x[i] * x[i];
   const float r = 1.0f / sqrtf(squares / (float)n + eps);
-  for (int64_t i = 0; i < n; i++) out[i] = x[i] * r * weight[i];
+  for (int64_t i = 0; i < n; i++) out[i] = bf16 ? round1_bf16(x[i] * r * weight[i]) : x[i] * r * weight[i];
+}
+
+/* n values into a cache row (fp32, or bf16 rounded). */
+INLINE void store(void *to, int64_t at, const float *from, int64_t n, const int bf16) {
+  if (!bf16) {
+    memcpy((float *)to + at, from, sizeof(float) * (size_t)n);
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) ((uint16_t *)to)[at + i] = bf16_bits(from[i]);
 }
 
 /* Each head's two halves rotated by the position's angles (model.py's `rotate`), in place. */
@@ -77,18 +97,14 @@ static void rotate(float *x, int64_t heads, int64_t d, const float *cos, const f
   }
 }
 
-/* The step of one row: `count` ids from position `pos` on (a speculative step's last id and its draft;
- * their keys and values written there, each attending to the positions before it and itself), logits
- * [count, vocab] out. `mats`: per layer its qkv [dim, 3 dim], out [dim, dim], gate_up [dim, 2 hidden] and
- * down [hidden, dim] matrices, then the output [dim, vocab], each packed (`gemv`); `norms`: per layer its
- * attention's and feed-forward's weights, then the last; `rope_cos`, `rope_sin`: [positions, head_dim /
- * 2]; `keys[l]`, `values[l]`: the row's [heads, positions, head_dim] of layer l, heads `key_head` and
- * `value_head` apart. Returns 0, or -1 if a buffer could not be allocated. */
-int coa_row_step(const int64_t *ids, int64_t count, int64_t pos, const float *embed, const float *const *mats,
-                 const float *const *norms, const float *rope_cos, const float *rope_sin, float *const *keys,
-                 float *const *values, int64_t key_head, int64_t value_head, int64_t layers, int64_t dim,
-                 int64_t heads, int64_t hidden, int64_t vocab, float eps, float *logits, int threads) {
-  const int64_t d = dim / heads, half = d / 2, T = count;
+/* The step, with the element type `bf16` a constant once inlined (`coa_row_step`). */
+INLINE int row_step(const int64_t *ids, int64_t T, int64_t pos, const float *embed, const void *const *mats,
+                    const float *const *norms, const float *rope_cos, const float *rope_sin, void *const *keys,
+                    void *const *values, int64_t key_head, int64_t value_head, int64_t layers, int64_t dim,
+                    int64_t heads, int64_t hidden, int64_t vocab, float eps, float *logits, int threads,
+                    const int bf16) {
+  const int64_t d = dim / heads, half = d / 2, end = pos + T;
+  const int shift = bf16 ? 1 : 2; /* bytes per cache element: 1 << shift */
   /* Per id: the stream x, its norm, q k v, the attention's output (also per head: `by_head`), the gate
    * and up projections, and SwiGLU's product of them. */
   float *buffer = malloc(sizeof(float) * (size_t)(T * (dim + dim + 3 * dim + dim + dim + 2 * hidden + hidden)));
@@ -96,49 +112,76 @@ int coa_row_step(const int64_t *ids, int64_t count, int64_t pos, const float *em
   float *x = buffer, *normed = x + T * dim, *qkv = normed + T * dim, *attended = qkv + T * 3 * dim;
   float *by_head = attended + T * dim, *gate_up = by_head + T * dim, *swiglu = gate_up + T * 2 * hidden;
   for (int64_t t = 0; t < T; t++) memcpy(x + t * dim, embed + ids[t] * dim, sizeof(float) * (size_t)dim);
-  const int64_t end = pos + T;
   int failed = 0;
 #pragma omp parallel num_threads(threads) if (threads > 1)
   for (int64_t l = 0; l < layers; l++) {
-    const float *const *m = mats + 4 * l;
+    const void *const *m = mats + 4 * l;
+    char *layer_keys = keys[l], *layer_values = values[l];
 #pragma omp single
-    for (int64_t t = 0; t < T; t++) rms_norm(x + t * dim, norms[2 * l], dim, eps, normed + t * dim);
-    gemv(normed, T, m[0], dim, 3 * dim, qkv, 0);
+    for (int64_t t = 0; t < T; t++) rms_norm(x + t * dim, norms[2 * l], dim, eps, normed + t * dim, bf16);
+    gemv(normed, T, m[0], dim, 3 * dim, qkv, 0, bf16);
 #pragma omp single
     for (int64_t t = 0; t < T; t++) {
       float *row = qkv + t * 3 * dim;
-      /* queries and keys (the first 2 dim) by their position's angles */
+      /* queries and keys (the first 2 dim) by their position's angles, then rounded as the cache and the
+       * attention take them */
       rotate(row, 2 * heads, d, rope_cos + (pos + t) * half, rope_sin + (pos + t) * half);
+      if (bf16)
+        for (int64_t i = 0; i < 2 * dim; i++) row[i] = round1_bf16(row[i]);
       for (int64_t h = 0; h < heads; h++) {
-        memcpy(keys[l] + h * key_head + (pos + t) * d, row + dim + h * d, sizeof(float) * (size_t)d);
-        memcpy(values[l] + h * value_head + (pos + t) * d, row + 2 * dim + h * d, sizeof(float) * (size_t)d);
+        store(layer_keys, h * key_head + (pos + t) * d, row + dim + h * d, d, bf16);
+        store(layer_values, h * value_head + (pos + t) * d, row + 2 * dim + h * d, d, bf16);
       }
     }
     /* Each head's T queries (3 dim apart) into by_head [heads, T, d], then into attended [T, dim]. */
 #pragma omp for schedule(static)
     for (int64_t h = 0; h < heads; h++)
-      if (coa_attend_rows(qkv + h * d, keys[l] + h * key_head, values[l] + h * value_head, by_head + h * T * d,
-                          &end, &T, 1, 1, d, 3 * dim, d, 0, key_head, 0, value_head, 1.0f / sqrtf((float)d), 1, 0))
+      if (coa_attend_rows(qkv + h * d, layer_keys + ((h * key_head) << shift), layer_values + ((h * value_head) << shift),
+                          by_head + h * T * d, &end, &T, 1, 1, d, 3 * dim, d, 0, key_head, 0, value_head,
+                          1.0f / sqrtf((float)d), 1, bf16))
         failed = 1;
 #pragma omp single
     for (int64_t h = 0; h < heads; h++)
       for (int64_t t = 0; t < T; t++)
-        memcpy(attended + t * dim + h * d, by_head + (h * T + t) * d, sizeof(float) * (size_t)d);
-    gemv(attended, T, m[1], dim, dim, x, 1);
+        for (int64_t c = 0; c < d; c++) {
+          const float y = by_head[(h * T + t) * d + c];
+          attended[t * dim + h * d + c] = bf16 ? round1_bf16(y) : y;
+        }
+    gemv(attended, T, m[1], dim, dim, x, 1, bf16);
 #pragma omp single
-    for (int64_t t = 0; t < T; t++) rms_norm(x + t * dim, norms[2 * l + 1], dim, eps, normed + t * dim);
-    gemv(normed, T, m[2], dim, 2 * hidden, gate_up, 0);
+    for (int64_t t = 0; t < T; t++) rms_norm(x + t * dim, norms[2 * l + 1], dim, eps, normed + t * dim, bf16);
+    gemv(normed, T, m[2], dim, 2 * hidden, gate_up, 0, bf16);
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < T * hidden; i++) {
       const float *row = gate_up + (i / hidden) * 2 * hidden;
-      const float g = row[i % hidden];
-      swiglu[i] = g / (1.0f + expf(-g)) * row[hidden + i % hidden];
+      const float g = row[i % hidden], up = row[hidden + i % hidden];
+      swiglu[i] = bf16 ? round1_bf16(round1_bf16(g / (1.0f + expf(-g))) * up) : g / (1.0f + expf(-g)) * up;
     }
-    gemv(swiglu, T, m[3], hidden, dim, x, 1);
+    gemv(swiglu, T, m[3], hidden, dim, x, 1, bf16);
   }
-  for (int64_t t = 0; t < T; t++) rms_norm(x + t * dim, norms[2 * layers], dim, eps, normed + t * dim);
+  for (int64_t t = 0; t < T; t++) rms_norm(x + t * dim, norms[2 * layers], dim, eps, normed + t * dim, bf16);
 #pragma omp parallel num_threads(threads) if (threads > 1)
-  gemv(normed, T, mats[4 * layers], dim, vocab, logits, 0);
+  gemv(normed, T, mats[4 * layers], dim, vocab, logits, 0, bf16);
   free(buffer);
   return failed ? -1 : 0;
+}
+
+/* The step of one row: `count` ids from position `pos` on (a speculative step's last id and its draft;
+ * their keys and values written there, each attending to the positions before it and itself), logits
+ * [count, vocab] out (fp32; bf16 values with `bf16`). `mats`: per layer its qkv [dim, 3 dim], out [dim,
+ * dim], gate_up [dim, 2 hidden] and down [hidden, dim] matrices, then the output [dim, vocab], each
+ * packed (`gemv`), fp32 or with `bf16` bf16; `norms`: per layer its attention's and feed-forward's
+ * weights, then the last (fp32); `embed` [vocab, dim] and `rope_cos`, `rope_sin` [positions, head_dim /
+ * 2] fp32; `keys[l]`, `values[l]`: the row's [heads, positions, head_dim] of layer l, fp32 or with `bf16`
+ * bf16, heads `key_head` and `value_head` elements apart. Returns 0, or -1 if a buffer could not be
+ * allocated. */
+int coa_row_step(const int64_t *ids, int64_t count, int64_t pos, const float *embed, const void *const *mats,
+                 const float *const *norms, const float *rope_cos, const float *rope_sin, void *const *keys,
+                 void *const *values, int64_t key_head, int64_t value_head, int64_t layers, int64_t dim,
+                 int64_t heads, int64_t hidden, int64_t vocab, float eps, float *logits, int threads, int bf16) {
+  if (bf16)
+    return row_step(ids, count, pos, embed, mats, norms, rope_cos, rope_sin, keys, values, key_head, value_head,
+                    layers, dim, heads, hidden, vocab, eps, logits, threads, 1);
+  return row_step(ids, count, pos, embed, mats, norms, rope_cos, rope_sin, keys, values, key_head, value_head,
+                  layers, dim, heads, hidden, vocab, eps, logits, threads, 0);
 }

@@ -1,11 +1,12 @@
-"""A decode step of one row, one new id, in fp32 on a CPU, as one call of the engine's native code
-(row_step.c, built with attention.c by `attention.build`).
+"""A decode step of one row (one new id, or a speculative step's last id and draft) on a CPU, in fp32 or
+bf16, as one call of the engine's native code (row_step.c, built with attention.c by `attention.build`).
 
 Batch-1 decoding (a lone request, an agent's turn while nothing else runs) was bound by dispatch, not
 by reading the weights: a `tiny` step took 2.2-2.8 ms through TorchScript on a 2-core AVX2 EPYC, of
 which reading 17 MB of weights needs about 1 (docs/engine.md). `Transformer.decode` takes this path for
-a step that feeds exactly one id in fp32 wherever the fused attention runs; every other step, and every
-other device or dtype, runs `decode_tokens`."""
+a step in which one row feeds ids wherever the fused attention runs; every other step, and GPUs, run
+`decode_tokens`.
+"""
 
 from __future__ import annotations
 
@@ -35,8 +36,9 @@ def pointers(tensors: list[torch.Tensor], row: int = 0) -> ctypes.Array:
 
 class RowStep:
     """One model's weights laid out for `coa_row_step`, built once per change of the weights (with
-    `RowWeights`): its matrices packed (a copy: 4 bytes a parameter), its norms, embedding and rotary
-    tables as they are. Holds every tensor it points the kernel at."""
+    `DecodeWeights`): its matrices packed in the decode dtype (a copy: 4 bytes a parameter in fp32, 2 in
+    bf16), its norms, embedding and rotary tables as they are. Holds every tensor it points the kernel
+    at."""
 
     def __init__(
         self,
@@ -48,7 +50,9 @@ class RowStep:
         heads: int,
         eps: float,
     ):
-        """`layers` and `output`: the decode layout's [in, out] fp32 matrices (`DecodeWeights`)."""
+        """`layers` and `output`: the decode layout's [in, out] matrices (`DecodeWeights`), all fp32 or all
+        bf16: the step's arithmetic, and the cache's dtype it then takes."""
+        self.dtype = output.dtype
         with torch.no_grad():
             self.matrices = [packed(w) for ws in layers for w in ws] + [packed(output)]
             self.tensors = [t.detach().contiguous() for t in (*norms, embed, *rope)]
@@ -58,13 +62,17 @@ class RowStep:
         self.dim, self.vocab = int(embed.shape[1]), int(embed.shape[0])
         self.hidden = int(layers[0][3].shape[0])  # down: [hidden, dim]
 
+    # Threads: generation's (torch's count on the model thread, `--generation-threads`), not all of the
+    # fused attention's: an OpenMP step whose second thread shares a core with the client waits for it
+    # at every barrier (a `tiny` step with one core kept busy, 2 threads: median 4.8-5.8 ms, worse than
+    # TorchScript; 1 thread: 1.7-2.2 ms; docs/engine.md).
     def __call__(
         self, ids: list[int], position: int, row: int, keys: list[torch.Tensor], values: list[torch.Tensor]
     ) -> torch.Tensor:
         """Logits [len(ids), vocab] of `ids` at `position` onwards (one new id, or a speculative step's
         last id and its draft) in row `row` of a cache whose layers' keys and values are `keys` and
-        `values` ([rows, heads, positions, head_dim], fp32, `KVCache`), the ids' keys and values written
-        there and the positions before them read."""
+        `values` ([rows, heads, positions, head_dim] in the step's dtype, `KVCache`), the ids' keys and
+        values written there and the positions before them read. Logits in the step's dtype."""
         count = len(ids)
         end = min(self.cos.shape[0], keys[0].shape[2])
         if not (
@@ -72,17 +80,18 @@ class RowStep:
             and 0 <= position
             and position + count <= end
             and 0 <= row < keys[0].shape[0]
+            and keys[0].dtype == values[0].dtype == self.dtype
             and all(0 <= i < self.vocab for i in ids)
         ):
-            where = f"ids {ids} at position {position} of row {row}"
-            raise ValueError(f"row step: {where} are outside the model or the cache")
+            where = f"ids {ids} at position {position} of row {row} of a {keys[0].dtype} cache"
+            raise ValueError(f"row step: {where} do not fit the model ({self.dtype}) or the cache")
         logits = torch.empty((count, self.vocab))
         status = attention.attention_kernel().coa_row_step(
             (ctypes.c_int64 * count)(*ids), count, position, self.embed.data_ptr(), self._matrices, self._norms,
             self.cos.data_ptr(), self.sin.data_ptr(), pointers(keys, row), pointers(values, row), keys[0].stride(1),
             values[0].stride(1), self.layers, self.dim, self.heads, self.hidden, self.vocab, self.eps,
-            logits.data_ptr(), attention.kernel_threads(),
+            logits.data_ptr(), torch.get_num_threads(), int(self.dtype == torch.bfloat16),
         )  # fmt: skip
         if status != 0:
             raise MemoryError("the one-row decode step could not allocate its buffers")
-        return logits
+        return logits.to(self.dtype)  # bf16 values already: exact
