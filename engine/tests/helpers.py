@@ -4,6 +4,7 @@ import json
 import platform
 import shutil
 import threading
+import unittest
 from contextlib import contextmanager
 import urllib.error
 import urllib.request
@@ -22,6 +23,15 @@ def kernel_expected() -> bool:
     CI machine)."""
     flags = attention.cpu_flags().split()
     return platform.machine() == "x86_64" and "avx2" in flags and "fma" in flags and shutil.which("gcc") is not None
+
+
+def require_kernels(what: str) -> None:
+    """For a test class's setUpClass: skips where the native kernels cannot build, fails where they
+    must (`kernel_expected`) and did not."""
+    if attention.attention_kernel() is None:
+        if kernel_expected():
+            raise AssertionError(f"the {what} did not build on an x86-64 CPU with AVX2, FMA and gcc")
+        raise unittest.SkipTest(f"no {what} on this machine (not x86-64 with AVX2/FMA, or no gcc)")
 
 
 def micro_model(seed: int = 0, max_seq_len: int = 256) -> Transformer:

@@ -15,7 +15,7 @@ import torch
 
 from coa_engine import attention
 
-from .helpers import kernel_expected
+from .helpers import kernel_expected, require_kernels
 
 
 def case(rows, heads, t, d, ends, counts=None, allocated_rows=None, positions=None, seed=0):
@@ -63,10 +63,7 @@ def attend_in_torchscript(
 class FusedAttentionTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if attention.attention_kernel() is None:
-            if kernel_expected():
-                raise AssertionError("the fused attention did not build on an x86-64 CPU with AVX2, FMA and gcc")
-            raise unittest.SkipTest("no fused attention on this machine (not x86-64 with AVX2/FMA, or no gcc)")
+        require_kernels("fused attention")
 
     def check(self, rows, heads, t, d, ends, threads=1, **layout):
         q, keys, values, counts, scale = case(rows, heads, t, d, ends, **layout)

@@ -13,7 +13,7 @@ from coa_engine.model import KVCache, ModelConfig, Transformer
 from coa_engine.precision import autocast
 from coa_engine.row_step import BLOCK, RowStep, packed
 
-from .helpers import kernel_expected, micro_model
+from .helpers import micro_model, require_kernels
 
 # Shapes no block or vector divides: 100 ids (the output's last block is 36 columns), 200 hidden units
 # (gate_up 400 columns, down 200 rows).
@@ -28,10 +28,7 @@ def torch_step():
 class RowStepTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if attention.attention_kernel() is None:
-            if kernel_expected():
-                raise AssertionError("the engine's kernels did not build on an x86-64 CPU with AVX2, FMA and gcc")
-            raise unittest.SkipTest("no native kernels on this machine (not x86-64 with AVX2/FMA, or no gcc)")
+        require_kernels("native kernels")
 
     def decode_both(self, model, prompts, feeding, steps=4, fed=1, dtype="fp32"):
         """Prefills `prompts` into one batch, then for `steps` steps feeds `fed` ids (a speculative step's
