@@ -849,7 +849,6 @@ class DecodeWeights:
             self._rows = RowWeights(self.layers, self.output, self.dtype, self.norms)
         return self._rows
 
-
     def row_step(self) -> RowStep | None:
         """The whole one-row step in native code over these weights (row_step.py), built at its first use:
         fp32 or bf16 on a CPU where the engine's kernels build; else None."""

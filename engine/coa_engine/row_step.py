@@ -71,12 +71,14 @@ class RowStep:
     ) -> torch.Tensor:
         """Logits [len(ids), vocab] of `ids` at `position` onwards (one new id, or a speculative step's
         last id and its draft) in row `row` of a cache whose layers' keys and values are `keys` and
-        `values` ([rows, heads, positions, head_dim] in the step's dtype, `KVCache`), the ids' keys and
-        values written there and the positions before them read. Logits in the step's dtype."""
-        count = len(ids)
-        end = min(self.cos.shape[0], keys[0].shape[2])
+        `values` ([rows, heads, positions, head_dim] in the step's dtype, each head's positions contiguous,
+        every layer laid out alike: `KVCache`), the ids' keys and values written there and the positions
+        before them read. Logits in the step's dtype."""
+        count, d = len(ids), self.dim // self.heads
+        end = min(self.cos.shape[0], keys[0].shape[2], values[0].shape[2])
         if not (
             count >= 1
+            and all(kv.stride(3) == 1 and kv.stride(2) == d for kv in (keys[0], values[0]))
             and 0 <= position
             and position + count <= end
             and 0 <= row < keys[0].shape[0]

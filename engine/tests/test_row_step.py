@@ -170,7 +170,7 @@ class RowStepTest(unittest.TestCase):
         self.assertTrue(torch.equal(p[1, :, : 70 - BLOCK], w[:, BLOCK:]))
         self.assertTrue(torch.equal(p[1, :, 70 - BLOCK :], torch.zeros(3, 2 * BLOCK - 70)))
 
-    def test_a_position_outside_the_cache_or_the_model_is_refused(self):
+    def test_what_does_not_fit_the_model_or_the_cache_is_refused(self):
         model = micro_model(seed=14)
         with torch.no_grad(), autocast("fp32"):
             step = model.decode_weights().row_step()
@@ -180,6 +180,10 @@ class RowStepTest(unittest.TestCase):
             ):
                 with self.subTest(ids=ids, position=position, row=row), self.assertRaises(ValueError):
                     step(ids, position, row, cache.keys, cache.values)
+            # Another dtype, or a layout the kernel would misread (head_dim not contiguous).
+            for keys in ([k.bfloat16() for k in cache.keys], [k.transpose(2, 3) for k in cache.keys]):
+                with self.subTest(keys=(keys[0].dtype, keys[0].stride())), self.assertRaises(ValueError):
+                    step([5], 3, 0, keys, cache.values)
 
 
 if __name__ == "__main__":
