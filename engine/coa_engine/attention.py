@@ -122,7 +122,7 @@ def attention_kernel() -> ctypes.CDLL | None:
     lib.coa_attend_rows.restype = ctypes.c_int
     lib.coa_attend_rows.argtypes = [ptr, ptr, ptr, ptr, ptr, ptr, *[i64] * 9, ctypes.c_float, ctypes.c_int, ctypes.c_int]
     lib.coa_row_step.restype = ctypes.c_int
-    lib.coa_row_step.argtypes = [ptr, i64, i64, *[ptr] * 7, *[i64] * 7, ctypes.c_float, ptr, ctypes.c_int, ctypes.c_int]
+    lib.coa_row_step.argtypes = [ptr, i64, *[ptr] * 10, *[i64] * 9, ctypes.c_float, ptr, ctypes.c_int, ctypes.c_int]
     return lib
 
 

@@ -137,6 +137,13 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
     return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
 
 
+# Ids a decode step may feed (all rows together) and still run as one native call
+# (`DecodeWeights.row_step`): each id multiplies by every weight once more from the core's L2, where the
+# TorchScript step's GEMMs share each load among all ids but pay ~200 ops' dispatch. One id a row, one
+# thread, 2-core AVX2 EPYC: native faster up to ~24 rows (16: `micro` 2.1 against 2.9 ms, `tiny` 11.9
+# against 14.1), about even at 32 (docs/engine.md).
+ROW_STEP_IDS = 16
+
 # Positions a cache allocates beyond what its rows hold, so that it grows once per this many decode
 # steps rather than holding every row's whole budget of new tokens from the start (`KVCache.reserve`).
 GROW_POSITIONS = 64
@@ -618,7 +625,7 @@ class Transformer(nn.Module):
         # positions not yet written (exactly zero weight after the softmax).
         width = cache.positions if w.dtype != torch.float32 and cache.positions <= 2 * span else span
         ends: Optional[List[int]] = None
-        fp32 = w.dtype == torch.float32
+        fp32, fused = w.dtype == torch.float32, False
         if ids.device.type == "cpu" and (fp32 or w.dtype == torch.bfloat16):
             # Row by row (`attention`): with the fused kernel always (fp32, or bf16 over a bf16 cache:
             # the engine's), each row over its own positions and feeding only its own ids; in torch ops
@@ -630,14 +637,14 @@ class Transformer(nn.Module):
                     ends = row_ends
         # Ids each row feeds: its own with the kernel, all T (padding included) on the batched path.
         rows_fed = fed if ends is not None else [t] * b
-        # One row feeding ids (the others holes) beside the fused attention: the whole step in native
-        # code, if built.
-        feeding = [i for i, c in enumerate(rows_fed) if c] if ends is not None else []
-        step = w.row_step() if len(feeding) == 1 else None
+        # Few ids to feed (holes feed none) beside the fused attention: the whole step in native code, if
+        # built (`ROW_STEP_IDS`).
+        step = w.row_step() if fused and sum(rows_fed) <= ROW_STEP_IDS else None
         if step is not None:
-            r = feeding[0]
-            row_ids = ids[r, : rows_fed[r]].tolist()
-            logits = step(row_ids, int(pos[r]), r, cache.keys, cache.values)
+            feeding = [i for i, c in enumerate(rows_fed) if c]
+            id_rows, starts = ids.tolist(), pos.tolist()
+            fed_ids = [id_rows[r][: rows_fed[r]] for r in feeding]
+            logits = step(feeding, fed_ids, [starts[r] for r in feeding], cache.keys, cache.values)
         else:
             w = w.for_rows(sum(rows_fed))
             # `decode_tokens` casts every matmul's inputs as autocast would. Autocast stays off there: under

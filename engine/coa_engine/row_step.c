@@ -97,20 +97,40 @@ static void rotate(float *x, int64_t heads, int64_t d, const float *cos, const f
   }
 }
 
+/* What locates each row's ids: the cache rows they go to, how many each feeds and from which position. */
+typedef struct {
+  int64_t rows;
+  const int64_t *index, *counts, *starts;
+} row_set;
+
 /* The step, with the element type `bf16` a constant once inlined (`coa_row_step`). */
-INLINE int row_step(const int64_t *ids, int64_t T, int64_t pos, const float *embed, const void *const *mats,
+INLINE int row_step(const int64_t *ids, const row_set *set, const float *embed, const void *const *mats,
                     const float *const *norms, const float *rope_cos, const float *rope_sin, void *const *keys,
-                    void *const *values, int64_t key_head, int64_t value_head, int64_t layers, int64_t dim,
-                    int64_t heads, int64_t hidden, int64_t vocab, float eps, float *logits, int threads,
-                    const int bf16) {
-  const int64_t d = dim / heads, half = d / 2, end = pos + T;
+                    void *const *values, int64_t key_row, int64_t key_head, int64_t value_row, int64_t value_head,
+                    int64_t layers, int64_t dim, int64_t heads, int64_t hidden, int64_t vocab, float eps,
+                    float *logits, int threads, const int bf16) {
+  const int64_t d = dim / heads, half = d / 2;
   const int shift = bf16 ? 1 : 2; /* bytes per cache element: 1 << shift */
+  int64_t T = 0;
+  for (int64_t r = 0; r < set->rows; r++) T += set->counts[r];
   /* Per id: the stream x, its norm, q k v, the attention's output (also per head: `by_head`), the gate
-   * and up projections, and SwiGLU's product of them. */
+   * and up projections, and SwiGLU's product of them; then per id its position and its row's offsets
+   * in the cache, and per row its first id and its positions after the step. */
   float *buffer = malloc(sizeof(float) * (size_t)(T * (dim + dim + 3 * dim + dim + dim + 2 * hidden + hidden)));
-  if (!buffer) return -1;
+  int64_t *where = malloc(sizeof(int64_t) * (size_t)(3 * T + 2 * set->rows));
+  if (!buffer || !where) return free(buffer), free(where), -1;
   float *x = buffer, *normed = x + T * dim, *qkv = normed + T * dim, *attended = qkv + T * 3 * dim;
   float *by_head = attended + T * dim, *gate_up = by_head + T * dim, *swiglu = gate_up + T * 2 * hidden;
+  int64_t *position = where, *key_at = position + T, *value_at = key_at + T, *first = value_at + T, *end = first + set->rows;
+  for (int64_t r = 0, t = 0; r < set->rows; r++) {
+    first[r] = t;
+    end[r] = set->starts[r] + set->counts[r];
+    for (int64_t j = 0; j < set->counts[r]; j++, t++) {
+      position[t] = set->starts[r] + j;
+      key_at[t] = set->index[r] * key_row;
+      value_at[t] = set->index[r] * value_row;
+    }
+  }
   for (int64_t t = 0; t < T; t++) memcpy(x + t * dim, embed + ids[t] * dim, sizeof(float) * (size_t)dim);
   int failed = 0;
 #pragma omp parallel num_threads(threads) if (threads > 1)
@@ -125,21 +145,25 @@ INLINE int row_step(const int64_t *ids, int64_t T, int64_t pos, const float *emb
       float *row = qkv + t * 3 * dim;
       /* queries and keys (the first 2 dim) by their position's angles, then rounded as the cache and the
        * attention take them */
-      rotate(row, 2 * heads, d, rope_cos + (pos + t) * half, rope_sin + (pos + t) * half);
+      rotate(row, 2 * heads, d, rope_cos + position[t] * half, rope_sin + position[t] * half);
       if (bf16)
         for (int64_t i = 0; i < 2 * dim; i++) row[i] = round1_bf16(row[i]);
       for (int64_t h = 0; h < heads; h++) {
-        store(layer_keys, h * key_head + (pos + t) * d, row + dim + h * d, d, bf16);
-        store(layer_values, h * value_head + (pos + t) * d, row + 2 * dim + h * d, d, bf16);
+        store(layer_keys, key_at[t] + h * key_head + position[t] * d, row + dim + h * d, d, bf16);
+        store(layer_values, value_at[t] + h * value_head + position[t] * d, row + 2 * dim + h * d, d, bf16);
       }
     }
-    /* Each head's T queries (3 dim apart) into by_head [heads, T, d], then into attended [T, dim]. */
+    /* Each row and head: its ids' queries (3 dim apart) into by_head [heads, T, d], then into attended
+     * [T, dim]. */
 #pragma omp for schedule(static)
-    for (int64_t h = 0; h < heads; h++)
-      if (coa_attend_rows(qkv + h * d, layer_keys + ((h * key_head) << shift), layer_values + ((h * value_head) << shift),
-                          by_head + h * T * d, &end, &T, 1, 1, d, 3 * dim, d, 0, key_head, 0, value_head,
+    for (int64_t job = 0; job < set->rows * heads; job++) {
+      const int64_t r = job / heads, h = job % heads, t = first[r];
+      if (coa_attend_rows(qkv + t * 3 * dim + h * d, layer_keys + ((key_at[t] + h * key_head) << shift),
+                          layer_values + ((value_at[t] + h * value_head) << shift), by_head + (h * T + t) * d,
+                          end + r, set->counts + r, 1, 1, d, 3 * dim, d, 0, key_head, 0, value_head,
                           1.0f / sqrtf((float)d), 1, bf16))
         failed = 1;
+    }
 #pragma omp single
     for (int64_t h = 0; h < heads; h++)
       for (int64_t t = 0; t < T; t++)
@@ -163,25 +187,30 @@ INLINE int row_step(const int64_t *ids, int64_t T, int64_t pos, const float *emb
 #pragma omp parallel num_threads(threads) if (threads > 1)
   gemv(normed, T, mats[4 * layers], dim, vocab, logits, 0, bf16);
   free(buffer);
+  free(where);
   return failed ? -1 : 0;
 }
 
-/* The step of one row: `count` ids from position `pos` on (a speculative step's last id and its draft;
- * their keys and values written there, each attending to the positions before it and itself), logits
- * [count, vocab] out (fp32; bf16 values with `bf16`). `mats`: per layer its qkv [dim, 3 dim], out [dim,
- * dim], gate_up [dim, 2 hidden] and down [hidden, dim] matrices, then the output [dim, vocab], each
- * packed (`gemv`), fp32 or with `bf16` bf16; `norms`: per layer its attention's and feed-forward's
- * weights, then the last (fp32); `embed` [vocab, dim] and `rope_cos`, `rope_sin` [positions, head_dim /
- * 2] fp32; `keys[l]`, `values[l]`: the row's [heads, positions, head_dim] of layer l, fp32 or with `bf16`
- * bf16, heads `key_head` and `value_head` elements apart. Returns 0, or -1 if a buffer could not be
- * allocated. */
-int coa_row_step(const int64_t *ids, int64_t count, int64_t pos, const float *embed, const void *const *mats,
-                 const float *const *norms, const float *rope_cos, const float *rope_sin, void *const *keys,
-                 void *const *values, int64_t key_head, int64_t value_head, int64_t layers, int64_t dim,
-                 int64_t heads, int64_t hidden, int64_t vocab, float eps, float *logits, int threads, int bf16) {
+/* The step of a few rows: row r (cache row index[r]) feeds counts[r] ids (its next id, and with a
+ * speculative step its draft) from position starts[r] on, the rows' ids one after another in `ids`;
+ * their keys and values are written there, each id attending to its row's positions before it and
+ * itself; logits [sum(counts), vocab] out (fp32; bf16 values with `bf16`). `mats`: per layer its qkv
+ * [dim, 3 dim], out [dim, dim], gate_up [dim, 2 hidden] and down [hidden, dim] matrices, then the output
+ * [dim, vocab], each packed (`gemv`), fp32 or with `bf16` bf16; `norms`: per layer its attention's and
+ * feed-forward's weights, then the last (fp32); `embed` [vocab, dim] and `rope_cos`, `rope_sin`
+ * [positions, head_dim / 2] fp32; `keys[l]`, `values[l]`: layer l's [rows, heads, positions, head_dim],
+ * fp32 or with `bf16` bf16, rows and heads the given numbers of elements apart. Returns 0, or -1 if a
+ * buffer could not be allocated. */
+int coa_row_step(const int64_t *ids, int64_t rows, const int64_t *index, const int64_t *counts,
+                 const int64_t *starts, const float *embed, const void *const *mats, const float *const *norms,
+                 const float *rope_cos, const float *rope_sin, void *const *keys, void *const *values,
+                 int64_t key_row, int64_t key_head, int64_t value_row, int64_t value_head, int64_t layers,
+                 int64_t dim, int64_t heads, int64_t hidden, int64_t vocab, float eps, float *logits, int threads,
+                 int bf16) {
+  const row_set set = {rows, index, counts, starts};
   if (bf16)
-    return row_step(ids, count, pos, embed, mats, norms, rope_cos, rope_sin, keys, values, key_head, value_head,
-                    layers, dim, heads, hidden, vocab, eps, logits, threads, 1);
-  return row_step(ids, count, pos, embed, mats, norms, rope_cos, rope_sin, keys, values, key_head, value_head,
-                  layers, dim, heads, hidden, vocab, eps, logits, threads, 0);
+    return row_step(ids, &set, embed, mats, norms, rope_cos, rope_sin, keys, values, key_row, key_head, value_row,
+                    value_head, layers, dim, heads, hidden, vocab, eps, logits, threads, 1);
+  return row_step(ids, &set, embed, mats, norms, rope_cos, rope_sin, keys, values, key_row, key_head, value_row,
+                  value_head, layers, dim, heads, hidden, vocab, eps, logits, threads, 0);
 }

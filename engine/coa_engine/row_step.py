@@ -29,9 +29,8 @@ def packed(weight: torch.Tensor) -> torch.Tensor:
     return F.pad(weight, (0, blocks * BLOCK - columns)).view(rows, blocks, BLOCK).transpose(0, 1).contiguous()
 
 
-def pointers(tensors: list[torch.Tensor], row: int = 0) -> ctypes.Array:
-    """Each tensor's address, or that of its row `row` (of its first dimension)."""
-    return (ctypes.c_void_p * len(tensors))(*[t.data_ptr() + row * t.stride(0) * t.element_size() for t in tensors])
+def pointers(tensors: list[torch.Tensor]) -> ctypes.Array:
+    return (ctypes.c_void_p * len(tensors))(*[t.data_ptr() for t in tensors])
 
 
 class RowStep:
@@ -67,33 +66,39 @@ class RowStep:
     # at every barrier (a `tiny` step with one core kept busy, 2 threads: median 4.8-5.8 ms, worse than
     # TorchScript; 1 thread: 1.7-2.2 ms; docs/engine.md).
     def __call__(
-        self, ids: list[int], position: int, row: int, keys: list[torch.Tensor], values: list[torch.Tensor]
+        self, rows: list[int], ids: list[list[int]], starts: list[int], keys: list[torch.Tensor], values: list[torch.Tensor]
     ) -> torch.Tensor:
-        """Logits [len(ids), vocab] of `ids` at `position` onwards (one new id, or a speculative step's
-        last id and its draft) in row `row` of a cache whose layers' keys and values are `keys` and
-        `values` ([rows, heads, positions, head_dim] in the step's dtype, each head's positions contiguous,
-        every layer laid out alike: `KVCache`), the ids' keys and values written there and the positions
-        before them read. Logits in the step's dtype."""
-        count, d = len(ids), self.dim // self.heads
+        """Logits [sum of len(ids[i]), vocab], row after row, of cache row rows[i] feeding ids[i] from
+        position starts[i] on (one new id, or a speculative step's last id and its draft), in a cache
+        whose layers' keys and values are `keys` and `values` ([rows, heads, positions, head_dim] in the
+        step's dtype, each head's positions contiguous, every layer laid out alike: `KVCache`); the ids'
+        keys and values are written there and each row's positions before them read. Logits in the
+        step's dtype."""
+        d = self.dim // self.heads
         end = min(self.cos.shape[0], keys[0].shape[2], values[0].shape[2])
-        if not (
-            count >= 1
+        fits = (
+            len(rows) == len(ids) == len(starts) >= 1
             and all(kv.stride(3) == 1 and kv.stride(2) == d for kv in (keys[0], values[0]))
-            and 0 <= position
-            and position + count <= end
-            and 0 <= row < keys[0].shape[0]
             and keys[0].dtype == values[0].dtype == self.dtype
-            and all(0 <= i < self.vocab for i in ids)
-        ):
-            where = f"ids {ids} at position {position} of row {row} of a {keys[0].dtype} cache"
+            and all(a < b for a, b in zip(rows, rows[1:]))  # each row once
+            and 0 <= rows[0]
+            and rows[-1] < min(keys[0].shape[0], values[0].shape[0])
+            and all(ids_ and 0 <= start and start + len(ids_) <= end for ids_, start in zip(ids, starts))
+            and all(0 <= i < self.vocab for ids_ in ids for i in ids_)
+        )
+        if not fits:
+            where = f"rows {rows} feeding {ids} from positions {starts} of a {keys[0].dtype} cache"
             raise ValueError(f"row step: {where} do not fit the model ({self.dtype}) or the cache")
-        logits = torch.empty((count, self.vocab))
+        flat = [i for ids_ in ids for i in ids_]
+        longs = ctypes.c_int64 * len(rows)
+        logits = torch.empty((len(flat), self.vocab))
         status = attention.attention_kernel().coa_row_step(
-            (ctypes.c_int64 * count)(*ids), count, position, self.embed.data_ptr(), self._matrices, self._norms,
-            self.cos.data_ptr(), self.sin.data_ptr(), pointers(keys, row), pointers(values, row), keys[0].stride(1),
+            (ctypes.c_int64 * len(flat))(*flat), len(rows), longs(*rows), longs(*map(len, ids)), longs(*starts),
+            self.embed.data_ptr(), self._matrices, self._norms, self.cos.data_ptr(), self.sin.data_ptr(),
+            pointers(keys), pointers(values), keys[0].stride(0), keys[0].stride(1), values[0].stride(0),
             values[0].stride(1), self.layers, self.dim, self.heads, self.hidden, self.vocab, self.eps,
             logits.data_ptr(), torch.get_num_threads(), int(self.dtype == torch.bfloat16),
         )  # fmt: skip
         if status != 0:
-            raise MemoryError("the one-row decode step could not allocate its buffers")
+            raise MemoryError("the native decode step could not allocate its buffers")
         return logits.to(self.dtype)  # bf16 values already: exact

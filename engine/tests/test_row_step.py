@@ -20,6 +20,10 @@ from .helpers import micro_model, require_kernels
 ODD = ModelConfig(vocab_size=100, dim=64, n_layers=2, n_heads=2, hidden_dim=200, max_seq_len=128)
 
 
+def dtype_of(cache_dtype: torch.dtype) -> str:
+    return "bf16" if cache_dtype == torch.bfloat16 else "fp32"
+
+
 def torch_step():
     """The TorchScript step for one row as well (no native step)."""
     return mock.patch.object(model_module.DecodeWeights, "row_step", lambda self: None)
@@ -58,10 +62,10 @@ class RowStepTest(unittest.TestCase):
             prompts = [[1, 5, 9, 13], [1, *range(20, 50)], [1, 7]]
             calls = []
             real = RowStep.__call__
-            spy = mock.patch.object(RowStep, "__call__", lambda *a: calls.append((a[2], a[3])) or real(*a))
+            spy = mock.patch.object(RowStep, "__call__", lambda *a: calls.append((a[1], a[3])) or real(*a))
             with self.subTest(model=name), spy:
                 (native, scripted), (ours, theirs) = self.decode_both(model, prompts, feeding=1)
-                self.assertEqual(calls, [(31, 1), (32, 1), (33, 1), (34, 1)])  # row 1, each step natively
+                self.assertEqual(calls, [([1], [31]), ([1], [32]), ([1], [33]), ([1], [34])])  # row 1, natively
                 for a, b in zip(native, scripted):
                     self.assertEqual(a.shape, (1, model.config.vocab_size))
                     torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
@@ -146,19 +150,63 @@ class RowStepTest(unittest.TestCase):
         self.assertEqual(calls, [1, 1, 1, 2, 2, 2])
         self.assertTrue(torch.equal(outs[0], outs[1]))
 
-    def test_taken_only_for_one_row(self):
+    def test_several_rows_each_as_alone(self):
+        """Rows at different positions, one feeding a draft and one a hole, in one native call: each row's
+        logits and keys as the TorchScript step computes them, and bit for bit as when each row runs on
+        its own (every id's sums are its own; each row attends over its own positions)."""
+        model = micro_model(seed=18)
+        prompts = [[1, *range(20, 50)], [1, 5], [1, 7, 8, 9, 10], [1, *range(60, 72)]]
+        counts = [1, 3, 0, 2]  # row 2 is a hole
+        width = max(map(len, prompts))
+        padded = torch.tensor([p + [0] * (width - len(p)) for p in prompts])
+        lengths = torch.tensor([len(p) for p in prompts])
+        step_ids = torch.tensor([[40 + 5 * r + j for j in range(3)] for r in range(4)])
+        outs = []
+        for scripted, solo in ((False, False), (True, False), (False, True)):
+            cache = KVCache.empty(model.config, 4, 64, torch.float32, holding=width)
+            with torch.no_grad(), autocast("fp32"), (torch_step() if scripted else mock.MagicMock()):
+                model(padded, cache, lengths)
+                if solo:  # one row at a time, the others holes for that step
+                    parts = []
+                    for r, c in enumerate(counts):
+                        if c:
+                            alone = [c if i == r else 0 for i in range(4)]
+                            parts.append(model.decode(step_ids, cache, counts=alone))
+                    logits = torch.cat(parts)
+                else:
+                    logits = model.decode(step_ids, cache, counts=counts)
+            outs.append((logits, [k.clone() for k in cache.keys], cache.lens.tolist()))
+        (native, keys, lens), (scripted, their_keys, their_lens), (solo, solo_keys, solo_lens) = outs
+        self.assertEqual(native.shape, (6, model.config.vocab_size))
+        self.assertEqual(lens, [32, 5, 5, 15])
+        self.assertEqual(lens, their_lens)
+        torch.testing.assert_close(native, scripted, rtol=0, atol=1e-5)
+        self.assertTrue(torch.equal(native, solo))
+        for k, k2, k3 in zip(keys, their_keys, solo_keys):
+            for r, n in enumerate(lens):
+                torch.testing.assert_close(k[r, :, :n], k2[r, :, :n], rtol=0, atol=1e-6)
+                self.assertTrue(torch.equal(k[r, :, :n], k3[r, :, :n]))
+
+    def test_taken_only_for_a_few_ids_beside_the_fused_attention(self):
         model = micro_model(seed=13)
         calls = []
         real = RowStep.__call__
+        most = model_module.ROW_STEP_IDS
         with torch.no_grad(), mock.patch.object(RowStep, "__call__", lambda *a: calls.append(1) or real(*a)):
-            for dtype, rows, t in (("fp32", 2, 1), ("bf16", 2, 1), ("bf16", 1, 1), ("fp32", 1, 2), ("fp32", 1, 1)):
-                cache_dtype = torch.bfloat16 if dtype == "bf16" else torch.float32
-                with self.subTest(dtype=dtype, rows=rows, ids=t), autocast(dtype):
+            for dtype, cache_dtype, rows, t in (
+                ("fp32", torch.float32, most + 1, 1),
+                ("fp32", torch.float32, most // 2 + 1, 2),
+                ("bf16", torch.float32, 1, 1),  # a bf16 step over an fp32 cache: no fused attention
+                ("bf16", torch.bfloat16, most, 1),
+                ("fp32", torch.float32, 1, 2),
+                ("fp32", torch.float32, most // 2, 2),
+            ):
+                with self.subTest(dtype=dtype, cache=cache_dtype, rows=rows, ids=t), autocast(dtype):
                     cache = KVCache.empty(model.config, rows, 32, cache_dtype)
                     model(torch.tensor([[1, 40, 41]] * rows), cache)
                     calls.clear()
                     model.decode(torch.full((rows, t), 50), cache)
-                    self.assertEqual(len(calls), int(rows == 1))
+                    self.assertEqual(len(calls), int(rows * t <= most and dtype_of(cache_dtype) == dtype))
             with mock.patch.object(attention, "attention_kernel", lambda: None), autocast("fp32"):
                 self.assertIsNone(model_module.DecodeWeights(model, torch.float32, None).row_step())
 
@@ -174,16 +222,19 @@ class RowStepTest(unittest.TestCase):
         model = micro_model(seed=14)
         with torch.no_grad(), autocast("fp32"):
             step = model.decode_weights().row_step()
-            cache = KVCache.empty(model.config, 1, 16, torch.float32)
-            for ids, position, row in (
-                ([5], 16, 0), ([5, 6], 15, 0), ([5], -1, 0), ([model.config.vocab_size], 3, 0), ([], 3, 0), ([5], 3, 1)
+            cache = KVCache.empty(model.config, 2, 16, torch.float32)
+            step([0, 1], [[5], [6, 7]], [3, 14], cache.keys, cache.values)  # fits: the last positions
+            for rows, ids, starts in (
+                ([0], [[5]], [16]), ([0], [[5, 6]], [15]), ([0], [[5]], [-1]), ([0], [[model.config.vocab_size]], [3]),
+                ([0], [[]], [3]), ([2], [[5]], [3]), ([1, 1], [[5], [6]], [3, 4]), ([1, 0], [[5], [6]], [3, 4]),
+                ([], [], []), ([0, 1], [[5]], [3]),
             ):
-                with self.subTest(ids=ids, position=position, row=row), self.assertRaises(ValueError):
-                    step(ids, position, row, cache.keys, cache.values)
+                with self.subTest(rows=rows, ids=ids, starts=starts), self.assertRaises(ValueError):
+                    step(rows, ids, starts, cache.keys, cache.values)
             # Another dtype, or a layout the kernel would misread (head_dim not contiguous).
             for keys in ([k.bfloat16() for k in cache.keys], [k.transpose(2, 3) for k in cache.keys]):
                 with self.subTest(keys=(keys[0].dtype, keys[0].stride())), self.assertRaises(ValueError):
-                    step([5], 3, 0, keys, cache.values)
+                    step([0], [[5]], [3], keys, cache.values)
 
 
 if __name__ == "__main__":
