@@ -1,12 +1,13 @@
-"""A decode step of one row in process: the native step (engine/coa_engine/row_step.c) against the
+"""A decode step of a few rows in process: the native step (engine/coa_engine/row_step.c) against the
 TorchScript step with the fused attention, alternated, in fp32 or bf16 (bf16 matrices and cache, as a bf16
 engine decodes), on THREADS generation threads (torch's count, which the native step takes too; the
 fused attention on as many), back to back or with GAP_MS of idle time between steps such as sampling
-leaves (issue 18; docs/engine.md, "The one-row step in native code"). A fresh model of each preset, a
-32-id prompt, 4 rounds of 50 timed steps per path; prints best / median ms and the largest logit
-difference between the paths.
+leaves (issue 18; docs/engine.md, "The native step of a few rows"). A fresh model of each preset; ROWS
+rows (each count given) at 100-600 positions, one new id each; 4 rounds of 50 timed steps per path;
+prints best / median ms and the largest logit difference between the paths.
 
-PYTHONPATH=engine python bench/row_step.py [THREADS [PRESETS [GAP_MS [DTYPE]]]]   e.g. 2 tiny,small 0.3 bf16
+PYTHONPATH=engine python bench/row_step.py [THREADS [PRESETS [GAP_MS [DTYPE [ROWS]]]]]
+  e.g. 1 micro,tiny 0 fp32 1,4,16,32
 """
 
 import os
@@ -24,6 +25,7 @@ allocator.tune_malloc()  # before torch allocates, as the engine does
 import torch  # noqa: E402
 
 from coa_engine import attention  # noqa: E402
+from coa_engine import model as model_module  # noqa: E402
 from coa_engine.model import DecodeWeights, KVCache, Transformer, preset_config  # noqa: E402
 from coa_engine.precision import autocast  # noqa: E402
 
@@ -31,7 +33,8 @@ from coa_engine.precision import autocast  # noqa: E402
 def timed_steps(model, cache, ids, gap: float, native: bool, dtype: str) -> tuple[list[float], torch.Tensor]:
     times, start_len = [], cache.lens.clone()
     scripted = mock.patch.object(DecodeWeights, "row_step", lambda self: None)
-    with torch.no_grad(), autocast(dtype), (mock.MagicMock() if native else scripted):
+    native = native and mock.patch.object(model_module, "ROW_STEP_IDS", 1 << 20)  # any number of rows
+    with torch.no_grad(), autocast(dtype), (native or scripted):
         for i in range(51):
             idle = time.perf_counter() + gap
             while time.perf_counter() < idle:
@@ -50,6 +53,7 @@ def main() -> None:
     gap = float(sys.argv[3]) / 1e3 if len(sys.argv) > 3 else 0.0
     dtype = sys.argv[4] if len(sys.argv) > 4 else "fp32"
     cache_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    row_counts = [int(n) for n in sys.argv[5].split(",")] if len(sys.argv) > 5 else [1]
     torch.set_num_threads(threads)
     attention.use_threads(threads)
     kernel = attention.attention_kernel()
@@ -60,19 +64,21 @@ def main() -> None:
     for preset in presets:
         torch.manual_seed(0)
         model = Transformer(preset_config(preset, 281)).eval()
-        cache = KVCache.empty(model.config, 1, 200, cache_dtype)
-        with torch.no_grad(), autocast(dtype):
-            model(torch.randint(3, 281, (1, 32)), cache)
-        ids = torch.tensor([7])
-        times: dict[str, list[float]] = {"native": [], "TorchScript": []}
-        logits = {}
-        for _ in range(4):
-            for name in times:
-                step_times, logits[name] = timed_steps(model, cache, ids, gap, name == "native", dtype)
-                times[name] += step_times
-        diff = (logits["native"].float() - logits["TorchScript"].float()).abs().max().item()
-        cells = " | ".join(f"{n} {min(x):.3f} / {statistics.median(x):.3f} ms" for n, x in times.items())
-        print(f"{preset} one row, {dtype}: {cells} | largest logit difference {diff:.2g}", flush=True)
+        for rows in row_counts:
+            cache = KVCache.empty(model.config, rows, 700, cache_dtype)
+            with torch.no_grad(), autocast(dtype):
+                model(torch.randint(3, 281, (rows, 8)), cache)
+            cache.lens = torch.randint(100, 600, (rows,))
+            ids = torch.randint(3, 281, (rows,))
+            times: dict[str, list[float]] = {"native": [], "TorchScript": []}
+            logits = {}
+            for _ in range(4):
+                for name in times:
+                    step_times, logits[name] = timed_steps(model, cache, ids, gap, name == "native", dtype)
+                    times[name] += step_times
+            diff = (logits["native"].float() - logits["TorchScript"].float()).abs().max().item()
+            cells = " | ".join(f"{n} {min(x):.3f} / {statistics.median(x):.3f} ms" for n, x in times.items())
+            print(f"{preset} {rows} rows, {dtype}: {cells} | largest logit difference {diff:.2g}", flush=True)
 
 
 if __name__ == "__main__":
