@@ -198,7 +198,7 @@ export async function run(): Promise<void> {
       const { drafted_tokens: drafted = 0, accepted_tokens: accepted = 0 } = (await engine.info()).counters;
       // A one-row step on a CPU projects with fp32 matrices (packed copies in the native step,
       // engine/coa_engine/row_step.py; RowWeights in model.py elsewhere). The native step reads them on
-      // all of the kernel's threads, so it may pass this one-thread bound.
+      // generation's threads (--generation-threads): with more than one it may pass this bound.
       const weightBytes = 4 * info.params;
       const batch1Bound =
         info.device === "cpu"
