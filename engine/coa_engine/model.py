@@ -599,8 +599,9 @@ class Transformer(nn.Module):
         its weight, already cast to the autocast dtype (`DecodeWeights`), or for a single token on a CPU
         a matrix-vector product (`RowWeights`), and the per-step index and mask tensors built once for
         all layers rather than per layer. The step itself is `decode_tokens`, compiled by TorchScript; a
-        step in which one row feeds ids (batch 1, or the last row of a batch), where the fused attention
-        runs, is one call of native code instead (`DecodeWeights.row_step`, row_step.py).
+        step that feeds at most `ROW_STEP_IDS` ids (batch 1, a few rows, the last rows of a batch), where
+        the fused attention runs, is one call of native code instead (`DecodeWeights.row_step`,
+        row_step.py).
         """
         single = ids.dim() == 1
         ids = ids.reshape(ids.shape[0], -1)
@@ -836,7 +837,7 @@ class DecodeWeights:
         self.norms = [n.weight for b in model.blocks for n in (b.attn_norm, b.ffn_norm)] + [model.norm.weight]
         self._rows = None
         self._row_step: RowStep | bool | None = None
-        # What the one-row kernel reads besides the matrices (`row_step`).
+        # What the native step reads besides the matrices (`row_step`).
         self._model_parts = (model.embed.weight, (model.rope_cos, model.rope_sin), model.config)
         with torch.no_grad():
 
@@ -857,7 +858,7 @@ class DecodeWeights:
         return self._rows
 
     def row_step(self) -> RowStep | None:
-        """The whole one-row step in native code over these weights (row_step.py), built at its first use:
+        """The native decode step of a few rows over these weights (row_step.py), built at its first use:
         fp32 or bf16 on a CPU where the engine's kernels build; else None."""
         if self._row_step is None:
             embed, rope, config = self._model_parts

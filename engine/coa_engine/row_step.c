@@ -1,12 +1,12 @@
-/* A whole decode step of one row on a CPU: the model's every layer for its new ids, from the ids to their
- * logits, in one call (row_step.py loads it; model.py's `decode_tokens` is the same arithmetic in torch
- * ops and what every other step runs).
+/* A whole decode step of a few rows on a CPU: the model's every layer for their new ids, from the ids to
+ * their logits, in one call (row_step.py loads it; model.py's `decode_tokens` is the same arithmetic in
+ * torch ops and what every other step runs).
  *
  * Why: a one-row step of `tiny` reads 17 MB of fp32 weights, ~1 ms at this project's 2-core EPYC's
  * one-thread read rate, but took 2.2-2.8 ms through TorchScript there: ~200 torch ops and five calls of
  * the fused attention through Python, each costing more than its arithmetic (docs/engine.md). Here the
  * step is matrix-vector products over packed copies of the decode layout's matrices, the norms,
- * rotation and SwiGLU in plain loops, and the attention by `coa_attend_rows` (attention.c) over the
+ * rotation and SwiGLU in plain loops, and the attention by `coa_attend_rows` (attention.c) over each
  * row's own positions.
  *
  * Arithmetic: that of `decode_tokens` (RMSNorm, rotary halves, softmax attention scaled by
@@ -18,7 +18,7 @@
  * product each rounded as torch's bf16 ops round them; its sums in another order leave some outputs a
  * bf16 step apart. */
 #if !defined(__AVX2__) || !defined(__FMA__)
-#error "the one-row step needs AVX2 and FMA; the engine decodes in torch ops instead"
+#error "the native decode step needs AVX2 and FMA; the engine decodes in torch ops instead"
 #endif
 #include <immintrin.h>
 #include <math.h>

@@ -1,11 +1,12 @@
-"""A decode step of one row (one new id, or a speculative step's last id and draft) on a CPU, in fp32 or
-bf16, as one call of the engine's native code (row_step.c, built with attention.c by `attention.build`).
+"""A decode step of a few rows (each its next id, or a speculative step's last id and draft) on a CPU, in
+fp32 or bf16, as one call of the engine's native code (row_step.c, built with attention.c by
+`attention.build`).
 
 Batch-1 decoding (a lone request, an agent's turn while nothing else runs) was bound by dispatch, not
 by reading the weights: a `tiny` step took 2.2-2.8 ms through TorchScript on a 2-core AVX2 EPYC, of
 which reading 17 MB of weights needs about 1 (docs/engine.md). `Transformer.decode` takes this path for
-a step in which one row feeds ids wherever the fused attention runs; every other step, and GPUs, run
-`decode_tokens`.
+a step that feeds at most `model.ROW_STEP_IDS` ids wherever the fused attention runs; every other step,
+and GPUs, run `decode_tokens`.
 """
 
 from __future__ import annotations
