@@ -32,9 +32,12 @@ from coa_engine.precision import autocast  # noqa: E402
 
 def timed_steps(model, cache, ids, gap: float, native: bool, dtype: str) -> tuple[list[float], torch.Tensor]:
     times, start_len = [], cache.lens.clone()
-    scripted = mock.patch.object(DecodeWeights, "row_step", lambda self: None)
-    native = native and mock.patch.object(model_module, "ROW_STEP_IDS", 1 << 20)  # any number of rows
-    with torch.no_grad(), autocast(dtype), (native or scripted):
+    path = (
+        mock.patch.object(model_module, "ROW_STEP_IDS", 1 << 20)  # native for any number of rows
+        if native
+        else mock.patch.object(DecodeWeights, "row_step", lambda self: None)
+    )
+    with torch.no_grad(), autocast(dtype), path:
         for i in range(51):
             idle = time.perf_counter() + gap
             while time.perf_counter() < idle:

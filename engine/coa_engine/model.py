@@ -612,19 +612,10 @@ class Transformer(nn.Module):
             raise ValueError(f"decode: counts {counts} for {b} rows of {t} ids")
         fed_per_row = torch.tensor(counts, dtype=pos.dtype, device=pos.device) if counts else None
         after = pos + (t if fed_per_row is None else fed_per_row)  # each row's length after this step
-        h = self.config.n_heads
         span = int(pos.max()) + t
         cache.reserve(span)
         ragged = min(fed) < t  # some row feeds fewer than T ids
-        # All rows at one position (batch 1, n samples of one prompt): plain slices instead of
-        # scattered writes.
-        uniform = span - t if not ragged and (b == 1 or bool((pos == pos[0]).all())) else None
         w = weights or self.decode_weights()
-        # Keys attended: the first `span` positions, a slice of the cache. In bf16 the attention
-        # matmuls copy a slice to contiguous memory first (the whole span, per layer and step), so
-        # while the allocation is at most twice the span they read all of it instead, masking the
-        # positions not yet written (exactly zero weight after the softmax).
-        width = cache.positions if w.dtype != torch.float32 and cache.positions <= 2 * span else span
         ends: Optional[List[int]] = None
         fp32, fused = w.dtype == torch.float32, False
         if ids.device.type == "cpu" and (fp32 or w.dtype == torch.bfloat16):
@@ -643,10 +634,20 @@ class Transformer(nn.Module):
         step = w.row_step() if fused and sum(rows_fed) <= ROW_STEP_IDS else None
         if step is not None:
             feeding = [i for i, c in enumerate(rows_fed) if c]
-            id_rows, starts = ids.tolist(), pos.tolist()
+            id_rows = ids.tolist()
             fed_ids = [id_rows[r][: rows_fed[r]] for r in feeding]
-            logits = step(feeding, fed_ids, [starts[r] for r in feeding], cache.keys, cache.values)
+            starts = [ends[r] - rows_fed[r] for r in feeding]  # `ends`: each row's length after the step
+            logits = step(feeding, fed_ids, starts, cache.keys, cache.values)
         else:
+            # All rows at one position (batch 1, n samples of one prompt): plain slices instead of
+            # scattered writes.
+            uniform = span - t if not ragged and (b == 1 or bool((pos == pos[0]).all())) else None
+            # Keys attended: the first `span` positions, a slice of the cache. In bf16 the attention
+            # matmuls copy a slice to contiguous memory first (the whole span, per layer and step), so
+            # while the allocation is at most twice the span they read all of it instead, masking the
+            # positions not yet written (exactly zero weight after the softmax).
+            width = cache.positions if w.dtype != torch.float32 and cache.positions <= 2 * span else span
+            h = self.config.n_heads
             w = w.for_rows(sum(rows_fed))
             # `decode_tokens` casts every matmul's inputs as autocast would. Autocast stays off there: under
             # it TorchScript casts on its own (its one-row bf16 logits then differed from eager mode's).
