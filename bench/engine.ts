@@ -195,7 +195,12 @@ export async function run(): Promise<void> {
       const train = await trainRate(engine, info, preset);
       peak = Math.max(peak, await peakFlops(info));
       const gen = await genRates(engine, preset);
-      const { drafted_tokens: drafted = 0, accepted_tokens: accepted = 0 } = (await engine.info()).counters;
+      const after = await engine.info();
+      const { drafted_tokens: drafted = 0, accepted_tokens: accepted = 0 } = after.counters;
+      const graphs = after.cuda_graphs
+        ? ` | CUDA graphs ${after.cuda_graphs.enabled ? "on" : `off${after.cuda_graphs.failed ? ` (${after.cuda_graphs.failed})` : ""}`}: ` +
+          `${after.cuda_graphs.captures} captured, ${after.cuda_graphs.replays} steps replayed`
+        : "";
       // A one-row step on a CPU projects with fp32 matrices (packed copies in the native step,
       // engine/coa_engine/row_step.py; RowWeights in model.py elsewhere). The native step reads them on
       // generation's threads (--generation-threads): with more than one it may pass this bound.
@@ -210,7 +215,7 @@ export async function run(): Promise<void> {
           `${fmt(train.flops / 1e9)} GFLOP/s, MFU ${((100 * train.flops) / peak).toFixed(1)}% | ` +
           `generate tok/s: batch 1 ${fmt(gen.batch1)}${batch1Bound}, batch 32 (n=32) ${fmt(gen.batch32)}, ` +
           `32 concurrent requests (distinct prompts) ${fmt(gen.concurrent32)} first, ${fmt(gen.concurrent32Again)} again ` +
-          `(speculative decoding: ${accepted} of ${drafted} drafted ids accepted) | peak RSS ${await peakRssMb(engine.pid)}`,
+          `(speculative decoding: ${accepted} of ${drafted} drafted ids accepted)${graphs} | peak RSS ${await peakRssMb(engine.pid)}`,
       );
     } finally {
       await engine.close();

@@ -8,6 +8,7 @@ arithmetic laid out for single rows (`DecodeWeights`) and compiled by TorchScrip
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import sys
@@ -20,6 +21,17 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from . import attention
+
+try:  # torch >= 2.3
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    # Causal attention over a whole sequence on a GPU (training, prefill) by these kernels, not cuDNN's:
+    # an H200 (torch 2.11) took 45-73 ms at the first call of each sequence length up to 64, against
+    # 0.05-0.2 ms from 65 on, so that each new prompt length cost a request ~60 ms (docs/engine.md).
+    CAUSAL_ATTENTION_KERNELS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+except ImportError:  # older torch: no cuDNN attention to leave out
+    sdpa_kernel = None
+from .graph_step import GraphSteps, graphs_enabled
 from .precision import autocast
 from .row_step import RowStep
 
@@ -419,7 +431,8 @@ class Attention(nn.Module):
         if x.is_cuda and span == t and hasattr(F, "scaled_dot_product_attention"):
             # Full causal attention over the whole sequence (training, prefill): the fused kernel,
             # which never stores the T x T scores. `bias` is then exactly the causal mask.
-            y = F.scaled_dot_product_attention(q, k.to(q.dtype), v.to(q.dtype), is_causal=True)
+            with sdpa_kernel(CAUSAL_ATTENTION_KERNELS) if sdpa_kernel else contextlib.nullcontext():
+                y = F.scaled_dot_product_attention(q, k.to(q.dtype), v.to(q.dtype), is_causal=True)
             return self.out(y.transpose(1, 2).reshape(b, t, -1))
         # Causal attention in blocks of queries, each over only the keys it may see: the masked half
         # of the score matrix is never computed, cast or stored, and each block's scores stay in
@@ -632,12 +645,29 @@ class Transformer(nn.Module):
         # Few ids to feed (holes feed none) beside the fused attention: the whole step in native code, if
         # built (`ROW_STEP_IDS`).
         step = w.row_step() if fused and sum(rows_fed) <= ROW_STEP_IDS else None
+        graphs = w.graph_steps() if ids.device.type == "cuda" and graphs_enabled() else None
         if step is not None:
             feeding = [i for i, c in enumerate(rows_fed) if c]
             id_rows = ids.tolist()
             fed_ids = [id_rows[r][: rows_fed[r]] for r in feeding]
             starts = [ends[r] - rows_fed[r] for r in feeding]  # `ends`: each row's length after the step
             logits = step(feeding, fed_ids, starts, cache.keys, cache.values)
+        elif graphs is not None:
+            # Replayed from a CUDA graph (graph_step.py): every row feeds its T ids (as the batched path
+            # does) over the whole allocation, masked past each id's position, so that a shape holds
+            # while the rows decode, until the cache grows or rows join.
+            width, tensors = cache.positions, (*cache.keys, *cache.values)
+            key = (b, t, width, w.dtype, tuple(kv.stride(0) for kv in tensors), tuple(kv.data_ptr() for kv in tensors))
+
+            def graphed(step_ids: torch.Tensor, step_pos: torch.Tensor) -> torch.Tensor:
+                with autocast("off", "cuda"):
+                    return decode_tokens(
+                        step_ids, step_pos, rows_fed, span, None, width, self.embed.weight, self.rope_cos,
+                        self.rope_sin, w.layers, w.norms, self.norm.eps, w.output, w.dtype, False, cache.keys,
+                        cache.values, self.config.n_heads, None,
+                    )  # fmt: skip
+
+            logits = graphs(key, graphed, ids, pos)
         else:
             # All rows at one position (batch 1, n samples of one prompt): plain slices instead of
             # scattered writes.
@@ -747,7 +777,9 @@ def decode_tokens(
     else:
         future = torch.arange(width, device=ids.device)[None, None, :] > at.view(b, t)[:, :, None]
         bias = torch.zeros(b, t, width, dtype=dtype, device=ids.device).masked_fill(future, float("-inf"))
-        bias = bias.repeat_interleave(heads, dim=0)
+        # Each row's mask for its every head; not `repeat_interleave`, which copies its count to the GPU
+        # (a host copy, which a CUDA graph's capture refuses).
+        bias = bias[:, None].expand(b, heads, t, width).reshape(b * heads, t, width)
     x = F.embedding(flat_ids, embed)
     hd = x.shape[-1] // heads
     scale = 1.0 / math.sqrt(hd)
@@ -838,6 +870,7 @@ class DecodeWeights:
         self.norms = [n.weight for b in model.blocks for n in (b.attn_norm, b.ffn_norm)] + [model.norm.weight]
         self._rows = None
         self._row_step: RowStep | bool | None = None
+        self._graph_steps: GraphSteps | bool | None = None
         # What the native step reads besides the matrices (`row_step`).
         self._model_parts = (model.embed.weight, (model.rope_cos, model.rope_sin), model.config)
         with torch.no_grad():
@@ -868,6 +901,13 @@ class DecodeWeights:
             heads, eps = config.n_heads, config.norm_eps
             self._row_step = RowStep(self.layers, self.output, self.norms, embed, rope, heads, eps) if native else False
         return self._row_step or None
+
+    def graph_steps(self) -> GraphSteps | None:
+        """The CUDA graphs of decode steps over these weights (graph_step.py), on a GPU unless
+        `COA_CUDA_GRAPHS=0`; else None."""
+        if self._graph_steps is None:
+            self._graph_steps = GraphSteps() if self.output.is_cuda and graphs_enabled() else False
+        return self._graph_steps or None
 
 
 class RowWeights:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from . import allocator, attention, blas, checkpoint
+from . import allocator, attention, blas, checkpoint, graph_step
 from .drafting import DEFAULT_DRAFT_TOKENS
 from .model import ModelConfig, Transformer, preset_config
 from .precision import choose_device, choose_dtype
@@ -159,6 +159,7 @@ class Worker:
             "malloc": allocator.state(),
             "blas": blas.state(),
             "decode_attention": attention.state(),
+            "cuda_graphs": graph_step.state() if self.device == "cuda" else None,
             "pid": os.getpid(),
             "checkpoint": self.checkpoint_dir,
             "step": t.step,

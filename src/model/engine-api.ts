@@ -123,6 +123,16 @@ export const EngineInfo = z.object({
   decode_attention: z
     .object({ fused: z.boolean(), threads: z.number().int().optional(), reason: z.string().optional() })
     .optional(),
+  /** On a GPU, decode steps replayed from CUDA graphs (engine/coa_engine/graph_step.py): on or not, how often, and why they stopped if a capture failed; null on a CPU, absent before them. */
+  cuda_graphs: z
+    .object({
+      enabled: z.boolean(),
+      captures: z.number().int(),
+      replays: z.number().int(),
+      failed: z.string().nullable(),
+    })
+    .nullable()
+    .optional(),
   checkpoint: z.string().nullable(),
   step: z.number().int(),
   optimizer: OptimizerConfig,
