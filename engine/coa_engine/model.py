@@ -150,11 +150,14 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
 
 
 # Ids a decode step may feed (all rows together) and still run as one native call
-# (`DecodeWeights.row_step`): each id multiplies by every weight once more from the core's L2, where the
-# TorchScript step's GEMMs share each load among all ids but pay ~200 ops' dispatch. One id a row, one
-# thread, 2-core AVX2 EPYC: native faster up to ~24 rows (16: `micro` 2.1 against 2.9 ms, `tiny` 11.9
-# against 14.1), about even at 32 (docs/engine.md).
-ROW_STEP_IDS = 16
+# (`DecodeWeights.row_step`), per dtype: each id multiplies by every weight once more from the core's
+# L2, where the TorchScript step's GEMMs share each load among all ids but pay ~200 ops' dispatch. One
+# id a row, one thread (docs/engine.md): fp32 on the 2-core AVX2 EPYC, native faster up to ~24 rows
+# (16: `micro` 2.1 against 2.9 ms, `tiny` 11.9 against 14.1), about even at 32; bf16 on a 16-core AMX
+# Xeon, whose TorchScript GEMMs run on AMX tiles, native faster at 4 rows (`tiny` 2.0 against 3.4 ms,
+# `small` about even), slower at 8 for `small` (22.3 against 16.0): 5, a lone row's drafted step (its id
+# and four drafted ones).
+ROW_STEP_IDS = {torch.float32: 16, torch.bfloat16: 5}
 
 # Positions a cache allocates beyond what its rows hold, so that it grows once per this many decode
 # steps rather than holding every row's whole budget of new tokens from the start (`KVCache.reserve`).
@@ -644,7 +647,7 @@ class Transformer(nn.Module):
         rows_fed = fed if ends is not None else [t] * b
         # Few ids to feed (holes feed none) beside the fused attention: the whole step in native code, if
         # built (`ROW_STEP_IDS`).
-        step = w.row_step() if fused and sum(rows_fed) <= ROW_STEP_IDS else None
+        step = w.row_step() if fused and sum(rows_fed) <= ROW_STEP_IDS.get(w.dtype, 0) else None
         graphs = w.graph_steps() if ids.device.type == "cuda" and graphs_enabled() else None
         if step is not None:
             feeding = [i for i, c in enumerate(rows_fed) if c]

@@ -155,13 +155,18 @@ class DotProductsTest(unittest.TestCase):
             )
 
 
+def torchscript_only():
+    """Every decode step through the TorchScript step, not the native one that few ids would take."""
+    return mock.patch.dict(model_module.ROW_STEP_IDS, dict.fromkeys(model_module.ROW_STEP_IDS, 0))
+
+
 class CompiledDecodeTest(unittest.TestCase):
     def _steps(self, dtype, rows, lens):
         """Logits of 12 decode steps (one of three new ids per row every fourth step) and the cache, all
         through the TorchScript step (not the native one that few ids would take: test_row_step)."""
         model = micro_model(seed=11)
         g = torch.Generator().manual_seed(5)
-        with torch.no_grad(), autocast(dtype), mock.patch.object(model_module, "ROW_STEP_IDS", 0):
+        with torch.no_grad(), autocast(dtype), torchscript_only():
             cache = KVCache.empty(model.config, rows, 64, torch.bfloat16 if dtype == "bf16" else torch.float32)
             model(torch.randint(3, 200, (rows, 14), generator=g), cache, torch.tensor(lens))
             shapes = [(rows, 3) if step % 4 == 3 else (rows,) for step in range(12)]
@@ -247,7 +252,7 @@ class DecodeMaskTest(unittest.TestCase):
             )
             for fill, loaded in runs:
                 # The TorchScript step's paths (a step of 12 ids would otherwise be one native call).
-                no_native = mock.patch.object(model_module, "ROW_STEP_IDS", 0)
+                no_native = torchscript_only()
                 with torch.no_grad(), mock.patch.object(model_module, "ROW_ATTENTION_FILL", fill), no_native:
                     with mock.patch.object(model_module, "decode_step", lambda: spy), mock.patch.object(
                         attention, "attention_kernel", lambda loaded=loaded: loaded

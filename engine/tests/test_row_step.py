@@ -196,13 +196,14 @@ class RowStepTest(unittest.TestCase):
         model = micro_model(seed=13)
         calls = []
         real = RowStep.__call__
-        most = model_module.ROW_STEP_IDS
+        most, most_bf16 = model_module.ROW_STEP_IDS[torch.float32], model_module.ROW_STEP_IDS[torch.bfloat16]
         with torch.no_grad(), mock.patch.object(RowStep, "__call__", lambda *a: calls.append(1) or real(*a)):
             for dtype, cache_dtype, rows, t in (
                 ("fp32", torch.float32, most + 1, 1),
                 ("fp32", torch.float32, most // 2 + 1, 2),
                 ("bf16", torch.float32, 1, 1),  # a bf16 step over an fp32 cache: no fused attention
-                ("bf16", torch.bfloat16, most, 1),
+                ("bf16", torch.bfloat16, most_bf16, 1),
+                ("bf16", torch.bfloat16, most_bf16 + 1, 1),
                 ("fp32", torch.float32, 1, 2),
                 ("fp32", torch.float32, most // 2, 2),
             ):
@@ -211,7 +212,8 @@ class RowStepTest(unittest.TestCase):
                     model(torch.tensor([[1, 40, 41]] * rows), cache)
                     calls.clear()
                     model.decode(torch.full((rows, t), 50), cache)
-                    self.assertEqual(len(calls), int(rows * t <= most and dtype_of(cache_dtype) == dtype))
+                    limit = most if dtype == "fp32" else most_bf16
+                    self.assertEqual(len(calls), int(rows * t <= limit and dtype_of(cache_dtype) == dtype))
             with mock.patch.object(attention, "attention_kernel", lambda: None), autocast("fp32"):
                 self.assertIsNone(model_module.DecodeWeights(model, torch.float32, None).row_step())
 
