@@ -89,7 +89,7 @@ class GraphSteps:
 
         Why not capture at once: a capture costs about three steps (a warm-up run, the recording, the
         replay), and many shapes occur once (a speculative step's ids per row, a batch between two
-        admissions): 6-7 captures of ~8 ms in a round of 32 concurrent `tiny` requests on an H200."""
+        admissions): 6-7 captures of 8-14 ms each in a round of 32 concurrent `tiny` requests on an H200."""
         graph = self._graphs.get(key)
         if graph is None and key not in self._seen:
             self._seen[key] = None
