@@ -648,7 +648,8 @@ class Transformer(nn.Module):
         # Few ids to feed (holes feed none) beside the fused attention: the whole step in native code, if
         # built (`ROW_STEP_IDS`).
         step = w.row_step() if fused and sum(rows_fed) <= ROW_STEP_IDS.get(w.dtype, 0) else None
-        graphs = w.graph_steps() if ids.device.type == "cuda" and graphs_enabled() else None
+        # On a GPU (decode weights there have graphs), where `ends` is always None.
+        graphs = w.graph_steps() if ends is None and graphs_enabled() else None
         if step is not None:
             feeding = [i for i, c in enumerate(rows_fed) if c]
             id_rows = ids.tolist()
@@ -663,7 +664,7 @@ class Transformer(nn.Module):
             key = (b, t, width, w.dtype, tuple(kv.stride(0) for kv in tensors), tuple(kv.data_ptr() for kv in tensors))
 
             def graphed(step_ids: torch.Tensor, step_pos: torch.Tensor) -> torch.Tensor:
-                with autocast("off", "cuda"):
+                with autocast("off", ids.device.type):
                     return decode_tokens(
                         step_ids, step_pos, rows_fed, span, None, width, self.embed.weight, self.rope_cos,
                         self.rope_sin, w.layers, w.norms, self.norm.eps, w.output, w.dtype, False, cache.keys,
