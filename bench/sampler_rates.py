@@ -57,8 +57,8 @@ def main() -> None:
     preset = sys.argv[1] if len(sys.argv) > 1 else "tiny"
     worker = Worker(preset=preset, device=sys.argv[2] if len(sys.argv) > 2 else "auto")
     sampler = worker.sampler
-    print(f"{preset}, {worker.device}, {worker.dtype}, torch {torch.__version__}, CUDA graphs: "
-          f"{graph_step.state() if worker.device == 'cuda' else 'not on a CPU'}")  # fmt: skip
+    graphs = graph_step.state() if worker.device == "cuda" else "not on a CPU"
+    print(f"{preset}, {worker.device}, {worker.dtype}, torch {torch.__version__}, CUDA graphs: {graphs}")
     sampler.generate([prompt(32, 0)], SamplingParams(max_tokens=8, seed=0, ignore_eos=True))
 
     def measure(name: str, run) -> None:
