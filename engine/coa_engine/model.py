@@ -650,6 +650,18 @@ class Transformer(nn.Module):
         step = w.row_step() if fused and sum(rows_fed) <= ROW_STEP_IDS.get(w.dtype, 0) else None
         # On a GPU (decode weights there have graphs), where `ends` is always None.
         graphs = w.graph_steps() if ends is None and graphs_enabled() else None
+
+        def tokens(fn, step_ids, step_pos, uniform: Optional[int], width: int, weights) -> torch.Tensor:
+            # `decode_tokens` (or its TorchScript, `fn`) casts every matmul's inputs as autocast would.
+            # Autocast stays off there: under it TorchScript casts on its own (its one-row bf16 logits
+            # then differed from eager mode's).
+            with autocast("off", ids.device.type):
+                return fn(
+                    step_ids, step_pos, rows_fed, span, uniform, width, self.embed.weight, self.rope_cos,
+                    self.rope_sin, weights.layers, weights.norms, self.norm.eps, weights.output, weights.dtype,
+                    weights.vector, cache.keys, cache.values, self.config.n_heads, ends,
+                )  # fmt: skip
+
         if step is not None:
             feeding = [i for i, c in enumerate(rows_fed) if c]
             id_rows = ids.tolist()
@@ -657,21 +669,12 @@ class Transformer(nn.Module):
             starts = [ends[r] - rows_fed[r] for r in feeding]  # `ends`: each row's length after the step
             logits = step(feeding, fed_ids, starts, cache.keys, cache.values)
         elif graphs is not None:
-            # Replayed from a CUDA graph (graph_step.py): every row feeds its T ids (as the batched path
-            # does) over the whole allocation, masked past each id's position, so that a shape holds
-            # while the rows decode, until the cache grows or rows join.
+            # Replayed from a CUDA graph (graph_step.py), recorded from `decode_tokens` itself: every row
+            # feeds its T ids (as the batched path does) over the whole allocation, masked past each id's
+            # position, so that a shape holds while the rows decode, until the cache grows or rows join.
             width, tensors = cache.positions, (*cache.keys, *cache.values)
             key = (b, t, width, w.dtype, tuple(kv.stride(0) for kv in tensors), tuple(kv.data_ptr() for kv in tensors))
-
-            def graphed(step_ids: torch.Tensor, step_pos: torch.Tensor) -> torch.Tensor:
-                with autocast("off", ids.device.type):
-                    return decode_tokens(
-                        step_ids, step_pos, rows_fed, span, None, width, self.embed.weight, self.rope_cos,
-                        self.rope_sin, w.layers, w.norms, self.norm.eps, w.output, w.dtype, False, cache.keys,
-                        cache.values, self.config.n_heads, None,
-                    )  # fmt: skip
-
-            logits = graphs(key, graphed, ids, pos)
+            logits = graphs(key, lambda i, p: tokens(decode_tokens, i, p, None, width, w), ids, pos)
         else:
             # All rows at one position (batch 1, n samples of one prompt): plain slices instead of
             # scattered writes.
@@ -681,15 +684,7 @@ class Transformer(nn.Module):
             # while the allocation is at most twice the span they read all of it instead, masking the
             # positions not yet written (exactly zero weight after the softmax).
             width = cache.positions if w.dtype != torch.float32 and cache.positions <= 2 * span else span
-            h = self.config.n_heads
-            w = w.for_rows(sum(rows_fed))
-            # `decode_tokens` casts every matmul's inputs as autocast would. Autocast stays off there: under
-            # it TorchScript casts on its own (its one-row bf16 logits then differed from eager mode's).
-            with autocast("off", ids.device.type):
-                logits = decode_step()(
-                    ids, pos, rows_fed, span, uniform, width, self.embed.weight, self.rope_cos, self.rope_sin,
-                    w.layers, w.norms, self.norm.eps, w.output, w.dtype, w.vector, cache.keys, cache.values, h, ends,
-                )  # fmt: skip
+            logits = tokens(decode_step(), ids, pos, uniform, width, w.for_rows(sum(rows_fed)))
         cache.lens = after
         if fed_per_row is None:
             return logits if single else logits.view(b, t, -1)
