@@ -333,6 +333,9 @@ class EngineServer(ThreadingHTTPServer):
     count, which /info reports."""
 
     daemon_threads = True
+    # The listen backlog: socketserver's default of 5 made the kernel drop the SYNs of an evaluation's
+    # 32 first connections past it, which the clients sent again only after TCP's 1 s timeout.
+    request_queue_size = socket.SOMAXCONN
 
     def __init__(
         self, worker: Worker, host: str, port: int, log_requests: bool = False, max_connections: int | None = None

@@ -2,6 +2,7 @@
 floods of connections and stalled ones."""
 
 import json
+import select
 import socket
 import threading
 import time
@@ -114,6 +115,26 @@ class ConnectionBoundsTest(unittest.TestCase):
             finally:
                 for sock in idle:
                     sock.close()
+
+    def test_a_burst_of_connections_completes_while_the_accepting_thread_is_busy(self):
+        # The kernel completes handshakes up to the listen backlog without the server's accept(); past it
+        # a client's SYN is dropped and sent again only after TCP's 1 s timeout (an evaluation's 32
+        # first requests waited that second while the model thread held the GIL).
+        srv = EngineServer(StubWorker(), "127.0.0.1", 0, max_connections=64)  # not accepting yet
+        port, clients = srv.server_address[1], []
+        try:
+            for _ in range(40):
+                sock = socket.socket()
+                sock.setblocking(False)
+                sock.connect_ex(("127.0.0.1", port))
+                clients.append(sock)
+            _, writable, _ = select.select([], clients, [], 0.5)
+            self.assertEqual(len(writable), 40)
+            self.assertEqual({sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) for sock in clients}, {0})
+        finally:
+            for sock in clients:
+                sock.close()
+            srv.server_close()
 
     def test_idle_and_stalled_connections_are_closed(self):
         default = Handler.timeout
