@@ -600,6 +600,7 @@ class Transformer(nn.Module):
         cache: KVCache,
         weights: DecodeWeights | None = None,
         counts: List[int] | None = None,
+        last_only: List[bool] | None = None,
     ) -> torch.Tensor:
         """Logits [B, V] for one new token per row (ids: [B]), each at position `cache.lens[b]`; or, for
         ids [B, T], logits [B, T, V] for T consecutive new tokens per row at `cache.lens[b]` onwards
@@ -607,8 +608,9 @@ class Transformer(nn.Module):
         advances by T; a caller that keeps fewer sets `lens` back (the rest is overwritten later).
         With `counts`, row b feeds only its first counts[b] ids of the T (drafts of other lengths; the
         rest is padding; 0 for an empty row, a hole in the sampler's batch): logits [sum(counts), V] of
-        those positions, row after row, and `lens` advances by `counts`. `weights`: `decode_weights()`
-        taken since the last change of the weights (default: checked now).
+        those positions, row after row, and `lens` advances by `counts`. With `last_only`, a row marked
+        True gets only its last position's logits (a prompt's new ids fed within a step: `Sampler`).
+        `weights`: `decode_weights()` taken since the last change of the weights (default: checked now).
 
         The same arithmetic as `forward` (casts, rotation, masked softmax), arranged for a few tokens per
         row: 2-D activations, every projection a plain matmul against a transposed, contiguous copy of
@@ -628,30 +630,40 @@ class Transformer(nn.Module):
             raise ValueError(f"decode: counts {counts} for {b} rows of {t} ids")
         fed_per_row = torch.tensor(counts, dtype=pos.dtype, device=pos.device) if counts else None
         after = pos + (t if fed_per_row is None else fed_per_row)  # each row's length after this step
-        span = int(pos.max()) + t
-        cache.reserve(span)
         ragged = min(fed) < t  # some row feeds fewer than T ids
         w = weights or self.decode_weights()
         ends: Optional[List[int]] = None
-        fp32, fused = w.dtype == torch.float32, False
+        fp32 = w.dtype == torch.float32
+        # Row by row (`attention`): with the fused kernel always (fp32, or bf16 over a bf16 cache: the
+        # engine's), each row over its own positions and feeding only its own ids; in torch ops only
+        # for an fp32 speculative step of rows that leave enough of the span unread.
+        fused = attends_rows_alone(cache, w.dtype)
+        # The positions the step reaches: with the kernel each row's own (a row feeding a prompt's ids
+        # beside rows feeding one or five need not widen them), else every row's T ids.
+        span = int(after.max()) if fused else int(pos.max()) + t
+        cache.reserve(span)
         if ids.device.type == "cpu" and (fp32 or w.dtype == torch.bfloat16):
-            # Row by row (`attention`): with the fused kernel always (fp32, or bf16 over a bf16 cache:
-            # the engine's), each row over its own positions and feeding only its own ids; in torch ops
-            # only for an fp32 speculative step of rows that leave enough of the span unread.
-            fused = attention.fused_over(cache.keys[0], cache.values[0], w.dtype)
             if fused or (fp32 and t > 1 and b > 1):
                 row_ends = after.tolist()
                 if fused or sum(row_ends) <= ROW_ATTENTION_FILL * b * span:
                     ends = row_ends
         # Ids each row feeds: its own with the kernel, all T (padding included) on the batched path.
         rows_fed = fed if ends is not None else [t] * b
+        # Positions whose logits are returned, of the sum(fed) a step yields (each row's, or its last).
+        select: Optional[torch.Tensor] = None
+        if last_only is not None and any(last_only):
+            kept, first = [], 0
+            for c, last in zip(fed, last_only):
+                kept.extend(range(first + c - 1, first + c) if last else range(first, first + c))
+                first += c
+            select = torch.tensor(kept, device=ids.device)
         # Few ids to feed (holes feed none) beside the fused attention: the whole step in native code, if
         # built (`ROW_STEP_IDS`).
         step = w.row_step() if fused and sum(rows_fed) <= ROW_STEP_IDS.get(w.dtype, 0) else None
         # On a GPU (decode weights there have graphs), where `ends` is always None.
         graphs = w.graph_steps() if ends is None and graphs_enabled() else None
 
-        def tokens(fn, step_ids, step_pos, uniform: Optional[int], width: int, weights) -> torch.Tensor:
+        def tokens(fn, step_ids, step_pos, uniform: Optional[int], width: int, weights, kept=None) -> torch.Tensor:
             # `decode_tokens` (or its TorchScript, `fn`) casts every matmul's inputs as autocast would.
             # Autocast stays off there: under it TorchScript casts on its own (its one-row bf16 logits
             # then differed from eager mode's).
@@ -659,7 +671,7 @@ class Transformer(nn.Module):
                 return fn(
                     step_ids, step_pos, rows_fed, span, uniform, width, self.embed.weight, self.rope_cos,
                     self.rope_sin, weights.layers, weights.norms, self.norm.eps, weights.output, weights.dtype,
-                    weights.vector, cache.keys, cache.values, self.config.n_heads, ends,
+                    weights.vector, cache.keys, cache.values, self.config.n_heads, ends, kept,
                 )  # fmt: skip
 
         if step is not None:
@@ -684,14 +696,19 @@ class Transformer(nn.Module):
             # while the allocation is at most twice the span they read all of it instead, masking the
             # positions not yet written (exactly zero weight after the softmax).
             width = cache.positions if w.dtype != torch.float32 and cache.positions <= 2 * span else span
-            logits = tokens(decode_step(), ids, pos, uniform, width, w.for_rows(sum(rows_fed)))
+            # With `ends` the flat positions are the rows' own: the selected ones alone meet the output
+            # matrix (a prompt's ~100 ids would cost it a hundred rows of logits); elsewhere, selected after.
+            kept = select if ends is not None else None
+            logits = tokens(decode_step(), ids, pos, uniform, width, w.for_rows(sum(rows_fed)), kept)
+            if kept is not None:
+                select = None
         cache.lens = after
-        if fed_per_row is None:
+        if fed_per_row is None and select is None:
             return logits if single else logits.view(b, t, -1)
         if ends is None and ragged:  # the batched path fed every row's T ids: keep the rows' own
             keep = torch.arange(t, device=ids.device)[None] < fed_per_row[:, None]
             logits = logits[keep.reshape(-1)]
-        return logits
+        return logits if select is None else logits.index_select(0, select)
 
     def decode_weights(self) -> DecodeWeights:
         """The decode layout of the current weights, for the autocast dtype in effect. Rebuilt when the
@@ -728,6 +745,13 @@ def project(x: torch.Tensor, weight: torch.Tensor, dtype: torch.dtype, vector: b
     return x.to(dtype) @ weight
 
 
+def attends_rows_alone(cache: KVCache, dtype: torch.dtype) -> bool:
+    """Whether a decode step over `cache` in `dtype` attends each row over its own positions in the
+    fused kernel (`attention.fused_over`, on a CPU), where each row feeds only its own ids: a row may
+    feed a prompt's new ids within the step (`Sampler`) without widening the others."""
+    return attention.fused_over(cache.keys[0], cache.values[0], dtype)
+
+
 def decode_tokens(
     ids: torch.Tensor,
     pos: torch.Tensor,
@@ -748,6 +772,7 @@ def decode_tokens(
     values: List[torch.Tensor],
     heads: int,
     ends: Optional[List[int]],
+    select: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
     """The step of `Transformer.decode` (see there) from the new ids [B, T] of rows whose first new
     position is `pos` [B], row b feeding its first `counts[b]` ids, to logits [sum(counts), V] of those
@@ -755,7 +780,8 @@ def decode_tokens(
     position, else scattered), attention over the first `width` positions of the cache (those past a
     row's own masked; every row feeds all T ids there) or, with `ends` (each row's positions after this
     step), row by row over exactly each row's own (`torch.ops.coa.attend_rows`: the fused kernel, or
-    torch ops), and every matmul's inputs cast to `dtype` as autocast casts them.
+    torch ops), and every matmul's inputs cast to `dtype` as autocast casts them. With `select`, only
+    those of the N flat positions get logits (a prompt fed within the step needs its last one's).
 
     Written for TorchScript (`decode_step`): one call replaces the ~200 Python-dispatched ops of a
     `tiny` step in eager mode, with the same kernels in the same order, so the same bits. Positions
@@ -816,6 +842,8 @@ def decode_tokens(
         x = x + project(y.reshape(n, heads * hd), lw[1], dtype, vector)
         gate, up = project(rms_norm(x, norms[2 * i + 1], eps), lw[2], dtype, vector).chunk(2, dim=-1)
         x = x + project(F.silu(gate) * up, lw[3], dtype, vector)
+    if select is not None:
+        x = x.index_select(0, select)
     return project(rms_norm(x, norms[-1], eps), output, dtype, vector)
 
 

@@ -56,7 +56,7 @@ except ImportError:
 
 from .blas import set_blas_threads
 from .drafting import NgramDrafter, RowContext
-from .model import KVCache, Transformer, weights_version
+from .model import KVCache, Transformer, attends_rows_alone, weights_version
 from .precision import autocast
 from .tokenizer import PAD_ID
 
@@ -114,6 +114,9 @@ class Row:
     context: RowContext | None = None
     draft: list[int] = field(default_factory=list)
     fed: int = 0
+    # A prompt's ids past its prefix-cache hit, fed within the next decode step (`Sampler._prefill`):
+    # the row has no logits until that step gives it its last id's.
+    pending: list[int] = field(default_factory=list)
     # The last byte of each stop string: a stop completed by a token's bytes ends in them, so a token
     # without any of these completes none (`_emit` skips the search for most tokens).
     stop_ends: frozenset[int] = field(init=False, repr=False)
@@ -318,11 +321,20 @@ class CachedDecoder:
             self._weights = self.model.decode_weights()
         return cache, logits.float()
 
-    def decode(self, cache: KVCache, ids: torch.Tensor, counts: list[int] | None = None) -> torch.Tensor:
+    def decode(
+        self, cache: KVCache, ids: torch.Tensor, counts: list[int] | None = None, last_only: list[bool] | None = None
+    ) -> torch.Tensor:
         """Logits of the next ids: [B, V] for ids [B]; for ids [B, T] (drafts) with `counts`, row b's
-        first counts[b] ids, [sum(counts), V] row after row (`Transformer.decode`)."""
+        first counts[b] ids, [sum(counts), V] row after row, only the last of a row marked in `last_only`
+        (`Transformer.decode`)."""
         with autocast(self.dtype, ids.device.type):
-            return self.model.decode(ids, cache, self._weights, counts).float()
+            return self.model.decode(ids, cache, self._weights, counts, last_only).float()
+
+    def prefills_in_steps(self, cache: KVCache) -> bool:
+        """Whether a row of `cache` may feed a prompt's new ids within a decode step: where each row
+        attends over its own positions and feeds only its own ids (the fused kernel), so that the rows
+        beside it feed no padding."""
+        return attends_rows_alone(cache, self.cache_dtype)
 
     # The prefix cache works with this decoder (the Hugging Face one has no `extend`), and so does
     # speculative decoding (`decode` takes several ids per row).
@@ -547,6 +559,7 @@ class Sampler:
         self.drafted_tokens = 0  # drafted ids fed to the model
         self.accepted_tokens = 0  # of those, ids that sampling then chose (each saved a step)
         self.prefilled_prompts = 0  # distinct prompts prefilled (a prompt shared by n rows or requests: once)
+        self.stepped_prefills = 0  # of those, prefix-cache hits whose new ids a decode step fed (no extend)
         self.refused = 0  # requests refused with 503 (queue full)
         self.rows_in_flight = 0
         self.kv_bytes = 0  # keys and values of the running batch
@@ -712,7 +725,7 @@ class Sampler:
                     # Into the holes where there are any; else `into` only appends, all that `merge` does
                     # (and all the Hugging Face state, which never has holes, can).
                     cache = cache.merge(*parts, into=into) if holes else cache.merge(*parts)
-                    logits = self._joined_logits(rows, logits, into, new_logits)
+                    logits = self._joined_logits(rows, logits, into, new_rows, new_logits)
                     rows += [None] * (max(into) + 1 - len(rows))
                     for i, r in zip(into, new_rows):
                         rows[i] = r
@@ -758,20 +771,29 @@ class Sampler:
             for job in done:
                 job.done.set()
             decode_started = time.perf_counter()
-            if tokens.dim() == 2:  # drafts: each row feeds its last id and its own draft
-                logits = self.decoder.decode(cache, tokens, fed)
+            prompting = [r is not None and bool(r.pending) for r in rows]
+            if tokens.dim() == 2:  # drafts, prompts: each row feeds its last id and its own draft, or its ids
+                logits = self.decoder.decode(cache, tokens, fed, prompting if any(prompting) else None)
             elif min(fed) == 0:  # holes feed nothing
                 logits = self.decoder.decode(cache, tokens[:, None], fed)
             else:
                 logits = self.decoder.decode(cache, tokens)
+            for r, prompted in zip(rows, prompting):
+                if prompted:  # its logits now those of a prefill's last id (`fed` 0: nothing to take back)
+                    r.pending, r.fed = [], 0
             self.steps += 1
             self.decode_seconds += time.perf_counter() - decode_started
             self.busy_seconds += time.perf_counter() - started
 
     @staticmethod
-    def _joined_logits(rows: list[Row | None], logits: torch.Tensor, into: list[int], new: torch.Tensor):
-        """The batch's logits (each row's positions in turn, `_sample_step`) with those of rows joining
-        at rows `into` (one position each), in row order."""
+    def _joined_logits(
+        rows: list[Row | None], logits: torch.Tensor, into: list[int], joined: list[Row], new: torch.Tensor | None
+    ):
+        """The batch's logits (each row's positions in turn, `_sample_step`) with those of the rows
+        `joined` at rows `into` (one position each, none for a row whose prompt is pending), in row
+        order."""
+        if new is None:  # every joining row's prompt is pending
+            return logits
         if not into or into[0] >= len(rows):  # all appended: already in order
             return torch.cat((logits, new))
         spans, at = {}, 0
@@ -779,8 +801,10 @@ class Sampler:
             if r is not None:
                 spans[i] = range(at, at + 1 + len(r.draft))
                 at += 1 + len(r.draft)
-        for j, i in enumerate(into):
-            spans[i] = range(at + j, at + j + 1)
+        for i, r in zip(into, joined):
+            if not r.pending:
+                spans[i] = range(at, at + 1)
+                at += 1
         order = [p for i in sorted(spans) for p in spans[i]]
         return torch.cat((logits, new)).index_select(0, torch.tensor(order, device=logits.device))
 
@@ -868,8 +892,10 @@ class Sampler:
         rows: the n samples of a request, and the rows of other requests admitted with it that send the
         same prompt (an RL group's episodes). A prompt sharing a long enough prefix with a cached row
         prefills only the ids after it, straight into the running batch's row `into[j]` (for the j-th
-        row returned) where there is one (a `KVCache` with room made for it). Returns the rows, their
-        caches (in row order) and last logits."""
+        row returned) where there is one (a `KVCache` with room made for it); where the decoder can feed
+        them within its next decode step (`prefills_in_steps`), a prompt of one row leaves them to it
+        (`Row.pending`) and only its cached prefix is copied now. Returns the rows, their caches (in
+        row order) and the last logits of those not pending (None if there are none)."""
         prompts, rows = [], []
         by_ids: dict[tuple[int, ...], list[Row]] = {}
         for job in jobs:
@@ -892,6 +918,16 @@ class Sampler:
                     continue
                 capacity = len(prompt) + max(r.max_new for r in prompt_rows)
                 target = batch.row_view(into[len(rows)], capacity) if isinstance(batch, KVCache) else None
+                if target is not None and len(prompt_rows) == 1 and self.decoder.prefills_in_steps(batch):
+                    # Its new ids join the next step's: one pass over the weights for both, where an
+                    # extend of its own cost a pass and its ops (~2 ms of a `micro` extend's 7).
+                    target.put_row(0, entry.keys, entry.values, start)
+                    target.lens = target.lens.new_full((1,), start)
+                    prompt_rows[0].pending = prompt[start:]
+                    self.stepped_prefills += 1
+                    parts.append(target)
+                    rows += prompt_rows
+                    continue
                 part, last = self.decoder.extend(prompt, entry.keys, entry.values, start, capacity, into=target)
                 part, last = self._repeated(part, last, [len(prompt_rows)])
                 parts.append(part)
@@ -914,7 +950,7 @@ class Sampler:
             for _, chunk_rows in chunk:
                 rows += chunk_rows
             start = end
-        return rows, parts, torch.cat(logits)
+        return rows, parts, torch.cat(logits) if logits else None
 
     @staticmethod
     def _repeated(part, last: torch.Tensor, counts: list[int]):
@@ -938,7 +974,9 @@ class Sampler:
         fewer steps; its cache keeps the positions fed up to that id.
         """
         device = logits.device
-        rows = [r for r in slots if r is not None]
+        rows = [r for r in slots if r is not None and not r.pending]  # a pending row has no logits yet
+        if not rows:
+            return self._next_inputs(slots, cache, device)
         counts = [1 + len(r.draft) for r in rows]  # positions each row may sample
 
         def per_position(values: list[float]) -> list[float]:
@@ -980,7 +1018,7 @@ class Sampler:
             emitted += n
         if any(excess):
             each = iter(excess)
-            back = [0 if r is None else next(each) for r in slots]
+            back = [0 if r is None or r.pending else next(each) for r in slots]
             cache.lens = cache.lens - torch.tensor(back, dtype=cache.lens.dtype, device=cache.lens.device)
         self.generated_tokens += emitted
         return self._next_inputs(slots, cache, device)
@@ -1004,24 +1042,24 @@ class Sampler:
             r.finish_reason = "length"
 
     def _next_inputs(self, slots: list[Row | None], cache, device: torch.device) -> torch.Tensor:
-        """Each row's last id, then its draft where the drafter has one: [B] or [B, 1 + longest draft]
-        (shorter drafts padded; `decode` feeds each row's own, `Row.fed`; a hole's are padding). A draft
-        never reaches past the row's budget of new ids nor the step past the cache's capacity."""
+        """Each row's last id, then its draft where the drafter has one, or a pending prompt's ids: [B]
+        or [B, the most a row feeds] (shorter rows padded; `decode` feeds each row's own, `Row.fed`; a
+        hole's are padding). A draft never reaches past the row's budget of new ids nor the step past
+        the cache's capacity."""
         rows = [r for r in slots if r is not None]
-        last = [PAD_ID if r is None else r.ids[-1] for r in slots]
         room = cache.capacity - int(cache.lens.max()) - 1 if self.drafter is not None else 0
         for r in rows:
             r.draft = []
-            if room > 0 and r.finish_reason is None:
+            if room > 0 and r.finish_reason is None and not r.pending:
                 if r.context is None:
                     r.context = RowContext(r.prompt + r.ids)
                 r.draft = self.drafter.propose(r.context, min(room, r.max_new - len(r.ids) - 1))
-        width = 1 + max(len(r.draft) for r in rows)
+        inputs = [[PAD_ID] if r is None else r.pending or [r.ids[-1], *r.draft] for r in slots]
         for r in rows:
-            r.fed = 1 + len(r.draft)
+            r.fed = len(r.pending) or 1 + len(r.draft)
+        width = max(map(len, inputs))
         if width == 1:
-            return torch.tensor(last, dtype=torch.long, device=device)
+            return torch.tensor([fed[0] for fed in inputs], dtype=torch.long, device=device)
         self.drafted_tokens += sum(len(r.draft) for r in rows)
-        drafts = [[] if r is None else r.draft for r in slots]
-        padded = [[t, *d, *[t] * (width - 1 - len(d))] for t, d in zip(last, drafts)]
+        padded = [fed + [fed[0]] * (width - len(fed)) for fed in inputs]
         return torch.tensor(padded, dtype=torch.long, device=device)

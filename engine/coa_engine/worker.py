@@ -32,6 +32,8 @@ def counters(sampler: Sampler, trainer: Trainer) -> dict:
         # Speculative decoding: drafted ids fed to the model, and those sampling kept (each one a step saved).
         "drafted_tokens": sampler.drafted_tokens,
         "accepted_tokens": sampler.accepted_tokens,
+        # Prefix-cache hits whose new ids a decode step fed beside the batch's (their time is decoding's).
+        "stepped_prefills": sampler.stepped_prefills,
         "generation_tokens_per_s": round(sampler.generated_tokens / gen_s, 1) if gen_s else 0,
         "trained_tokens": trainer.tokens_trained,
         "train_seconds": round(train_s, 3),

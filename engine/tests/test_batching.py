@@ -6,6 +6,7 @@ import threading
 import unittest
 from unittest import mock
 
+from coa_engine import attention
 from coa_engine.model import KVCache
 from coa_engine.sampling import CachedDecoder, ModelGate, Refused, Sampler, SamplingParams
 from coa_engine.worker import Worker
@@ -17,21 +18,23 @@ PER_TOKEN = 2 * 2 * 128 * 4
 
 
 class Recording(CachedDecoder):
-    """Records the rows and capacity of every decode step's cache, and can hold step `pause_at`
-    until released (so a test queues a request while a batch is known to be mid-decode)."""
+    """Records the rows and capacity of every decode step's cache and the most ids it fed a row, and
+    can hold step `pause_at` until released (so a test queues a request while a batch is known to be
+    mid-decode)."""
 
     def __init__(self, model, pause_at=None):
         super().__init__(model, "fp32")
-        self.shapes, self.pause_at, self.calls = [], pause_at, 0
+        self.shapes, self.widths, self.pause_at, self.calls = [], [], pause_at, 0
         self.reached, self.release = threading.Event(), threading.Event()
 
-    def decode(self, cache, ids, counts=None):
+    def decode(self, cache, ids, counts=None, last_only=None):
         self.calls += 1
         self.shapes.append((cache.rows, cache.capacity))
+        self.widths.append(1 if ids.dim() == 1 else ids.shape[1])
         if self.calls == self.pause_at:
             self.reached.set()
             self.release.wait(60)
-        return super().decode(cache, ids, counts)
+        return super().decode(cache, ids, counts, last_only)
 
 
 def wait_for(condition):
@@ -103,9 +106,10 @@ class ContinuousBatchingTest(unittest.TestCase):
     def test_a_request_joins_into_the_hole_a_finished_row_left(self):
         """A and B start together, B (the shorter prompt, row 0) finishes first and leaves a hole that
         the step reads nothing of; C, B's next turn (its prompt and completion and more), arrives while
-        A decodes and takes B's row, extended from the prefix cache straight into it (no cache of its
-        own): the batch never holds more than two rows, no row is copied out of it (no compaction),
-        and A and C sample what they sample alone."""
+        A decodes and takes B's row, its cached prefix copied straight into it (no cache of its own)
+        and its new ids fed within A's next decode step (where the fused kernel attends row by row;
+        elsewhere an extend of its own into the row): the batch never holds more than two rows, no row
+        is copied out of it (no compaction), and A and C sample what they sample alone."""
         model = micro_model(seed=13)
         a_prompt, b_prompt = [1] + list(range(40, 60)), [1, 80, 81] + list(range(100, 120))
         a_params = SamplingParams(max_tokens=60, temperature=1.0, seed=5, ignore_eos=True)
@@ -122,16 +126,23 @@ class ContinuousBatchingTest(unittest.TestCase):
             decoder.reached.wait(60)
             thread_b.join()
             c_prompt = b_prompt + b["rows"][0].ids + [90, 91, 92]
-            with mock.patch.object(KVCache, "empty", wraps=KVCache.empty) as caches:
+            with mock.patch.object(KVCache, "empty", wraps=KVCache.empty) as caches, mock.patch.object(
+                decoder, "extend", wraps=decoder.extend
+            ) as extends:
                 thread_c, c = start(sampler.generate, [c_prompt], c_params)
                 wait_for(lambda: len(sampler._pending) == 1)
                 decoder.release.set()
                 for thread in (thread_a, thread_c):
                     thread.join()
-            self.assertEqual(caches.call_count, 0, "C's extend wrote into B's row, in no cache of its own")
+            self.assertEqual(caches.call_count, 0, "C's prefix went into B's row, in no cache of its own")
         finally:
             sampler.close()
         self.assertEqual((sampler.joins, sampler.prefix_cache.hits), (1, 1))
+        stepped = int(attention.attention_kernel() is not None)
+        self.assertEqual((sampler.stepped_prefills, extends.call_count), (stepped, 1 - stepped))
+        if stepped:  # the step after C's admission fed A's id and C's new ids
+            fed = len(c_prompt) - sampler.prefix_cache.saved_tokens
+            self.assertIn(fed, decoder.widths)
         self.assertEqual(max(rows for rows, _ in decoder.shapes), 2)
         self.assertEqual(sampler.compactions, 0)
         alone = Sampler(CachedDecoder(model, "fp32"), TOKENIZER, ModelGate())
@@ -221,6 +232,8 @@ class ContinuousBatchingTest(unittest.TestCase):
         finally:
             together.close()
         self.assertGreaterEqual(together.prefix_cache.hits, 12)  # every later turn extends its last
+        if attention.attention_kernel() is not None:  # turns joining the batch fed within its steps
+            self.assertGreater(together.stepped_prefills, 0)
         for got, expected in zip(outs, solo):
             assert_same(self, got, expected, 1e-4)
 

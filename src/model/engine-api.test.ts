@@ -16,6 +16,9 @@ describe("engineLoadLine", () => {
       "engine: 3200 tokens generated in 8.0 s busy of 10.0 s: admitting 2.0 s, decoding 5.0 s, sampling 1.0 s " +
         "(400 tok/s while busy, 16.0 tokens a decode step)",
     );
+    expect(engineLoadLine({ ...counters, stepped_prefills: 12 }, 10)).toContain(
+      "decoding 5.0 s (12 prompts' new ids among them), sampling 1.0 s",
+    );
   });
 
   it("counts the drafted ids that speculative decoding fed and kept", () => {

@@ -147,6 +147,8 @@ export const EngineInfo = z.object({
     /** Speculative decoding: drafted ids fed to the model, and those sampling kept; absent before it. */
     drafted_tokens: z.number().int().optional(),
     accepted_tokens: z.number().int().optional(),
+    /** Prefix-cache hits whose new ids a decode step fed beside the batch's (their time is decoding's); absent before it. */
+    stepped_prefills: z.number().int().optional(),
     trained_tokens: z.number().int(),
     train_seconds: z.number(),
   }),
@@ -212,12 +214,13 @@ export function engineLoadLine(counters: EngineInfo["counters"], wallSeconds: nu
     decode_seconds: decode,
     drafted_tokens: drafted,
     accepted_tokens: accepted,
+    stepped_prefills: stepped,
   } = counters;
   const drafts = drafted ? `, ${accepted ?? 0} of ${drafted} drafted ids accepted` : "";
   const perStep = steps ? `, ${(tokens / steps).toFixed(1)} tokens a decode step${drafts}` : "";
   const parts =
     admit !== undefined && decode !== undefined
-      ? `: admitting ${admit.toFixed(1)} s, decoding ${decode.toFixed(1)} s, sampling ${(busy - admit - decode).toFixed(1)} s`
+      ? `: admitting ${admit.toFixed(1)} s, decoding ${decode.toFixed(1)} s${stepped ? ` (${stepped} prompts' new ids among them)` : ""}, sampling ${(busy - admit - decode).toFixed(1)} s`
       : "";
   return (
     `engine: ${tokens} tokens generated in ${busy.toFixed(1)} s busy of ${wallSeconds.toFixed(1)} s${parts} ` +
