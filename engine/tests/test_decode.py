@@ -275,19 +275,21 @@ class DecodeMaskTest(unittest.TestCase):
 
 class FinishedRowsTest(unittest.TestCase):
     def test_a_prompt_fed_within_a_step_gets_its_last_logits_only(self):
-        """A step where two rows feed one and three ids and a third a prompt's 20 new ids (`last_only`,
-        as the sampler feeds a prefix-cache hit within a step): the rows' logits, then the prompt's
-        last, equal those of the step returning every position, the cache alike, and the prompt's last
-        logits those of its extend from the same prefix (fp32 to the last bits; bf16 within a few of
-        its steps, sums in another order). With the fused kernel the step reaches only each row's own
-        positions (`reserve`): the prompt's row may feed more ids than the longest row has room for."""
+        """A step where two rows feed one and three ids and a third a prompt's new ids (`last_only`, as
+        the sampler feeds a prefix-cache hit within a step; 20 ids through the TorchScript step, 5
+        through the native one): the rows' logits, then the prompt's last, equal those of the step
+        returning every position, the cache alike, and the prompt's last logits those of its extend
+        from the same prefix (fp32 to the last bits; bf16 within a few of its steps, sums in another
+        order). With the fused kernel the step reaches only each row's own positions (`reserve`): the
+        prompt's row may feed more ids than the longest row has room for."""
         model = micro_model(seed=4)
         prompts = [[1, *range(60, 100)], [1, 70, 71], [1, *range(80, 85)]]
-        ids = torch.full((3, 20), 7)
-        ids[0, :1], ids[1, :3], ids[2] = torch.tensor([95]), torch.tensor([96, 97, 98]), torch.arange(100, 120)
-        counts, last_only = [1, 3, 20], [False, False, True]
         capacity = 41 + 2 if attention.attention_kernel() is not None else 64
-        for dtype in ("fp32", "bf16"):
+        for dtype, width in (("fp32", 20), ("bf16", 20), ("fp32", 5), ("bf16", 5)):
+            ids = torch.full((3, width), 7)
+            ids[0, :1], ids[1, :3] = torch.tensor([95]), torch.tensor([96, 97, 98])
+            ids[2] = torch.arange(100, 100 + width)
+            counts, last_only = [1, 3, width], [False, False, True]
             outs, caches = [], []
             with torch.no_grad():
                 for marked in (None, last_only):
@@ -298,10 +300,10 @@ class FinishedRowsTest(unittest.TestCase):
                 keys, values = cache.row(2, 6)
                 _, extended = decoder.extend(prompts[2] + ids[2].tolist(), keys, values, 6, capacity)
             full, selected = outs
-            with self.subTest(dtype=dtype):
+            with self.subTest(dtype=dtype, width=width):
                 self.assertEqual(tuple(selected.shape), (1 + 3 + 1, full.shape[1]))
-                torch.testing.assert_close(selected, full[[0, 1, 2, 3, 23]], rtol=0, atol=1e-6)
-                self.assertEqual(caches[1].lens.tolist(), [42, 6, 26])
+                torch.testing.assert_close(selected, full[[0, 1, 2, 3, 3 + width]], rtol=0, atol=1e-6)
+                self.assertEqual(caches[1].lens.tolist(), [42, 6, 6 + width])
                 for a, b in zip((*caches[0].keys, *caches[0].values), (*caches[1].keys, *caches[1].values)):
                     for row, held in enumerate(caches[1].lens.tolist()):
                         torch.testing.assert_close(a[row, :, :held], b[row, :, :held], rtol=0, atol=1e-6)
