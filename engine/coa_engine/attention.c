@@ -103,42 +103,48 @@ INLINE void scores_block(const float *q, int64_t qs, const float *kt, int d, __m
 }
 
 /* A row and head's first n keys in blocks of BLOCK_KEYS, each transposed: kt[(p / 16) * 16 d + c * 16 +
- * p % 16] = k[p][c] (as fp32), for `scores_block`. Once per row and head: every chunk of queries reads
- * them. */
-INLINE void transposed_keys(const void *k, int64_t n, int d, float *kt, const int bf16) {
-  for (int64_t p = 0; p + BLOCK_KEYS <= n; p += BLOCK_KEYS)
+ * p % 16] = k[p][c] (as fp32), for `scores_block`; the first s from `ks` (a shared prefix: `coa_attend_rows`).
+ * Once per row and head: every chunk of queries reads them. */
+INLINE void transposed_keys(const void *k, const void *ks, int64_t s, int64_t n, int d, float *kt, const int bf16) {
+  for (int64_t p = 0; p + BLOCK_KEYS <= n; p += BLOCK_KEYS) {
+    const void *kb = p < s ? ks : k;
     for (int j = 0; j < BLOCK_KEYS; j++)
-      for (int c = 0; c < d; c++) kt[p * d + c * BLOCK_KEYS + j] = load1(k, (p + j) * d + c, bf16);
+      for (int c = 0; c < d; c++) kt[p * d + c * BLOCK_KEYS + j] = load1(kb, (p + j) * d + c, bf16);
+  }
 }
 
 /* scores[t * n + p] = scale * q[t] . k[p] for p < n (rounded to bf16 with a bf16 cache), query t at
- * q + t * qs; d a multiple of 8. Meanwhile the values of the same positions (laid out as the keys) are
+ * q + t * qs; d a multiple of 8; positions below s (a multiple of BLOCK_KEYS) read from `ks`, laid out as
+ * `k` (a shared prefix: `coa_attend_rows`). Meanwhile the values of the same positions (laid out as the keys) are
  * fetched into the core's L2 for `weighted_values`, so that both streams are in flight at once.
  *
  * With `kt` (the keys transposed, `transposed_keys`; for many queries: a prefix-cache extend feeds ~100
  * new ids a row) the whole blocks of 16 keys go through `scores_block`, 4 queries at a time: a product
  * per FMA lane and no sums across lanes, where the one-query path spends about a third of its
  * instructions reducing (docs/engine.md). A decode step's one to five queries take the one-query path. */
-INLINE void scores_of(const float *q, int64_t qs, const void *k, const float *kt, int64_t n, int t_count, int d,
-                      float scale, float *scores, const void *v, const int bf16) {
+INLINE void scores_of(const float *q, int64_t qs, const void *k, const void *ks, int64_t s, const float *kt,
+                      int64_t n, int t_count, int d, float scale, float *scores, const void *v, const void *vs,
+                      const int bf16) {
   const int shift = bf16 ? 1 : 2; /* bytes per element: 1 << shift */
   const __m256 scale8 = _mm256_set1_ps(scale);
   int64_t p = 0;
   if (kt) {
     for (; p + BLOCK_KEYS <= n; p += BLOCK_KEYS) {
+      const void *kb = p < s ? ks : k, *vb = p < s ? vs : v;
       for (int64_t byte = (p * d) << shift, last = ((p + BLOCK_KEYS) * d) << shift; byte < last; byte += 64)
-        _mm_prefetch((const char *)v + byte, _MM_HINT_T1);
+        _mm_prefetch((const char *)vb + byte, _MM_HINT_T1);
       int t = 0;
       for (; t + BLOCK_QUERIES <= t_count; t += BLOCK_QUERIES)
         scores_block(q + t * qs, qs, kt + p * d, d, scale8, scores + t * n + p, n, bf16);
       for (; t < t_count; t++)
-        for (int j = 0; j < BLOCK_KEYS; j += 8) scores8(q + t * qs, k, p + j, d, scale8, scores + t * n + p + j, bf16);
+        for (int j = 0; j < BLOCK_KEYS; j += 8) scores8(q + t * qs, kb, p + j, d, scale8, scores + t * n + p + j, bf16);
     }
   }
   for (; p + 8 <= n; p += 8) {
+    const void *kb = p < s ? ks : k, *vb = p < s ? vs : v;
     for (int64_t byte = (p * d) << shift, last = ((p + 8) * d) << shift; byte < last; byte += 64)
-      _mm_prefetch((const char *)v + byte, _MM_HINT_T1);
-    for (int t = 0; t < t_count; t++) scores8(q + t * qs, k, p, d, scale8, scores + t * n + p, bf16);
+      _mm_prefetch((const char *)vb + byte, _MM_HINT_T1);
+    for (int t = 0; t < t_count; t++) scores8(q + t * qs, kb, p, d, scale8, scores + t * n + p, bf16);
   }
   for (; p < n; p++) {
     for (int t = 0; t < t_count; t++) {
@@ -175,20 +181,24 @@ INLINE float softmax_of(float *s, int64_t seen, int64_t n, const int bf16) {
  * the 8 W columns i from c, T and W constants at each call (`weighted_values`), so that the T x W
  * accumulators stay in registers while the positions stream past. Meanwhile one cache line of `next`
  * (the next job's keys, `lines` long) is fetched into L2 per 8 positions. */
-INLINE void weighted_columns(const float *w, const void *v, int64_t n, const int T, const int W, int d, int c,
-                             const float *norm, float *out, int64_t os, const char *next, int64_t lines,
-                             const int bf16) {
+INLINE void weighted_columns(const float *w, const void *v, const void *vs, int64_t s, int64_t n, const int T,
+                             const int W, int d, int c, const float *norm, float *out, int64_t os, const char *next,
+                             int64_t lines, const int bf16) {
   __m256 a[GROUP][8];
   for (int t = 0; t < T; t++)
     for (int i = 0; i < W; i++) a[t][i] = _mm256_setzero_ps();
   int64_t line = 0;
-  for (int64_t p = 0; p < n; p++) {
-    if (p % 8 == 0 && line < lines) _mm_prefetch(next + 64 * line++, _MM_HINT_T1);
-    __m256 x[8];
-    for (int i = 0; i < W; i++) x[i] = load8(v, p * d + c + 8 * i, bf16);
-    for (int t = 0; t < T; t++) {
-      const __m256 wt = _mm256_broadcast_ss(w + t * n + p);
-      for (int i = 0; i < W; i++) a[t][i] = _mm256_fmadd_ps(wt, x[i], a[t][i]);
+  /* Positions in order, the first s from `vs` (a shared prefix): the same sums as from one array. */
+  for (int part = 0; part < 2; part++) {
+    const void *vb = part ? v : vs;
+    for (int64_t p = part ? s : 0, end = part ? n : s; p < end; p++) {
+      if (p % 8 == 0 && line < lines) _mm_prefetch(next + 64 * line++, _MM_HINT_T1);
+      __m256 x[8];
+      for (int i = 0; i < W; i++) x[i] = load8(vb, p * d + c + 8 * i, bf16);
+      for (int t = 0; t < T; t++) {
+        const __m256 wt = _mm256_broadcast_ss(w + t * n + p);
+        for (int i = 0; i < W; i++) a[t][i] = _mm256_fmadd_ps(wt, x[i], a[t][i]);
+      }
     }
   }
   for (int t = 0; t < T; t++)
@@ -203,17 +213,18 @@ INLINE void weighted_columns(const float *w, const void *v, int64_t n, const int
     while (c + 8 * width > d) width /= 2;                                               \
     const int64_t fetch = c ? 0 : lines;                                                \
     switch (width) {                                                                    \
-      case 8: weighted_columns(w, v, n, T, 8 < MOST ? 8 : MOST, d, c, norm, out, os, next, fetch, bf16); break; \
-      case 4: weighted_columns(w, v, n, T, 4 < MOST ? 4 : MOST, d, c, norm, out, os, next, fetch, bf16); break; \
-      case 2: weighted_columns(w, v, n, T, 2 < MOST ? 2 : MOST, d, c, norm, out, os, next, fetch, bf16); break; \
-      default: weighted_columns(w, v, n, T, 1, d, c, norm, out, os, next, fetch, bf16); break;             \
+      case 8: weighted_columns(w, v, vs, s, n, T, 8 < MOST ? 8 : MOST, d, c, norm, out, os, next, fetch, bf16); break; \
+      case 4: weighted_columns(w, v, vs, s, n, T, 4 < MOST ? 4 : MOST, d, c, norm, out, os, next, fetch, bf16); break; \
+      case 2: weighted_columns(w, v, vs, s, n, T, 2 < MOST ? 2 : MOST, d, c, norm, out, os, next, fetch, bf16); break; \
+      default: weighted_columns(w, v, vs, s, n, T, 1, d, c, norm, out, os, next, fetch, bf16); break;             \
     }                                                                                   \
   }
 
 /* The values weighted by T = t_count queries' weights: a single query's 8 vectors of columns at once (8
  * accumulators, the FMA latency covered), 2 queries 4 each, more queries 2 each (at most 12). */
-INLINE void weighted_values(const float *w, const void *v, int64_t n, int t_count, int d, const float *norm,
-                            float *out, int64_t os, const char *next, int64_t lines, const int bf16) {
+INLINE void weighted_values(const float *w, const void *v, const void *vs, int64_t s, int64_t n, int t_count, int d,
+                            const float *norm, float *out, int64_t os, const char *next, int64_t lines,
+                            const int bf16) {
   switch (t_count) {
     case 1: COLUMNS(1, 8) break;
     case 2: COLUMNS(2, 4) break;
@@ -231,6 +242,11 @@ typedef struct {
   float *out;
   const int64_t *ends, *counts, *firsts;
   int64_t rows, heads, d, q_position, q_head, key_row, key_head, value_row, value_head;
+  /* A prefix shared by rows (`coa_attend_rows`): [heads, positions, d] keys and values, `shared_head` apart, and
+   * each row's count of positions read from it (NULL: none). */
+  const void *shared_keys, *shared_values;
+  const int64_t *shared;
+  int64_t shared_head;
   float scale;
   int64_t scratch; /* floats of scores in a job's buffer; the transposed keys follow them */
 } attention_args;
@@ -245,16 +261,23 @@ INLINE void attend_job(const attention_args *a, int64_t job, float *scores, cons
   float *out = a->out + (a->firsts[b] * a->heads + h) * d;
   const int64_t out_stride = a->heads * d;
   float norm[GROUP];
-  /* The next job's keys (this thread's next, when it runs alone), fetched during the values pass. */
-  int64_t after = job + 1 < a->rows * a->heads ? job + 1 : job;
-  const char *next = (const char *)a->keys + (((after / a->heads) * a->key_row + (after % a->heads) * a->key_head) << shift);
-  int64_t lines = after == job ? 0 : (a->ends[after / a->heads] * d << shift) / 64;
+  /* Positions below s from the shared prefix: read by every row that shares it, it stays in the caches. */
+  const int64_t s = a->shared ? a->shared[b] : 0;
+  const char *ks = s ? (const char *)a->shared_keys + ((h * a->shared_head) << shift) : NULL;
+  const char *vs = s ? (const char *)a->shared_values + ((h * a->shared_head) << shift) : NULL;
+  /* The next job's keys past its shared prefix (this thread's next, when it runs alone), fetched during
+   * the values pass. */
+  int64_t after = job + 1 < a->rows * a->heads ? job + 1 : job, skip = a->shared ? a->shared[after / a->heads] : 0;
+  const int64_t next_at = (after / a->heads) * a->key_row + (after % a->heads) * a->key_head + skip * d;
+  const char *next = (const char *)a->keys + (next_at << shift);
+  int64_t lines = after == job ? 0 : ((a->ends[after / a->heads] - skip) * d << shift) / 64;
   float *kt = t_count >= TRANSPOSED_FROM ? scores + a->scratch : NULL;
-  if (kt) transposed_keys(k, n, (int)d, kt, bf16);
+  if (kt) transposed_keys(k, ks, s, n, (int)d, kt, bf16);
   for (int64_t chunk = 0; chunk < t_count; chunk += CHUNK) {
     /* The chunk's queries and the positions its last one sees (m): its scores, m apart. */
     int64_t size = t_count - chunk < CHUNK ? t_count - chunk : CHUNK, m = n - t_count + chunk + size;
-    scores_of(q + chunk * a->q_position, a->q_position, k, kt, m, (int)size, (int)d, a->scale, scores, v, bf16);
+    scores_of(q + chunk * a->q_position, a->q_position, k, ks, s, kt, m, (int)size, (int)d, a->scale, scores, v,
+              vs, bf16);
     for (int64_t first = 0; first < size; first += GROUP) {
       int group = (int)(size - first < GROUP ? size - first : GROUP);
       for (int t = 0; t < group; t++) {
@@ -262,8 +285,8 @@ INLINE void attend_job(const attention_args *a, int64_t job, float *scores, cons
         norm[t] = softmax_of(scores + query * m, m - size + query + 1, m, bf16);
       }
       int64_t start = chunk + first;
-      weighted_values(scores + first * m, v, m, group, (int)d, norm, out + start * out_stride, out_stride, next,
-                      start == 0 ? lines : 0, bf16);
+      weighted_values(scores + first * m, v, vs, s, m, group, (int)d, norm, out + start * out_stride, out_stride,
+                      next, start == 0 ? lines : 0, bf16);
     }
   }
 }
@@ -280,11 +303,15 @@ static void job_bf16(const attention_args *a, int64_t job, float *scores) { atte
 
 /* Returns 0, or -1 if a buffer could not be allocated. `counts[b]` >= 0 new queries for row b, `ends[b]`
  * >= counts[b] its positions; `bf16`: 1 if keys and values are bf16 (as uint16), 0 if fp32. Strides are
- * in elements. */
+ * in elements. With `shared` (else NULL), row b reads its first shared[b] positions (a multiple of
+ * BLOCK_KEYS, at most ends[b] - counts[b]) from `shared_keys` and `shared_values` ([heads, positions, d],
+ * heads `shared_head` apart) instead of its own: a prefix whose keys and values equal the row's own (the
+ * caller's promise), read by many rows from one place. */
 int coa_attend_rows(const float *q, const void *keys, const void *values, float *out, const int64_t *ends,
                     const int64_t *counts, int64_t rows, int64_t heads, int64_t d, int64_t q_position, int64_t q_head,
-                    int64_t key_row, int64_t key_head, int64_t value_row, int64_t value_head, float scale,
-                    int threads, int bf16) {
+                    int64_t key_row, int64_t key_head, int64_t value_row, int64_t value_head, const void *shared_keys,
+                    const void *shared_values, const int64_t *shared, int64_t shared_head, float scale, int threads,
+                    int bf16) {
   if (rows * heads == 0) return 0;
   if (threads < 1) threads = 1;
   int64_t longest = 0, most = 0, *firsts = malloc(sizeof(int64_t) * (size_t)rows);
@@ -306,7 +333,8 @@ int coa_attend_rows(const float *q, const void *keys, const void *values, float 
   const int64_t scratch = (most < CHUNK ? most : CHUNK) * longest;
   const int64_t per_thread = scratch + (most >= TRANSPOSED_FROM ? longest * d : 0);
   const attention_args a = {q, keys, values, out, ends, counts, firsts, rows, heads, d, q_position, q_head,
-                            key_row, key_head, value_row, value_head, scale, scratch};
+                            key_row, key_head, value_row, value_head, shared_keys, shared_values, shared,
+                            shared_head, scale, scratch};
   void (*job_of)(const attention_args *, int64_t, float *) = bf16 ? job_bf16 : job_fp32;
   float *buffer = malloc(sizeof(float) * (size_t)(threads * per_thread));
   if (!buffer) {

@@ -120,7 +120,9 @@ def attention_kernel() -> ctypes.CDLL | None:
     _not_used = None
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.coa_attend_rows.restype = ctypes.c_int
-    lib.coa_attend_rows.argtypes = [ptr, ptr, ptr, ptr, ptr, ptr, *[i64] * 9, ctypes.c_float, ctypes.c_int, ctypes.c_int]
+    lib.coa_attend_rows.argtypes = [
+        ptr, ptr, ptr, ptr, ptr, ptr, *[i64] * 9, ptr, ptr, ptr, i64, ctypes.c_float, ctypes.c_int, ctypes.c_int
+    ]
     lib.coa_row_step.restype = ctypes.c_int
     lib.coa_row_step.argtypes = [ptr, i64, *[ptr] * 10, *[i64] * 9, ctypes.c_float, ptr, ctypes.c_int, ctypes.c_int]
     return lib
@@ -163,19 +165,31 @@ def attend_rows_torch(
 
 
 def attend_rows_fused(
-    q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, ends: List[int], counts: List[int], scale: float
+    q: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    ends: List[int],
+    counts: List[int],
+    scale: float,
+    shared_keys: torch.Tensor | None = None,
+    shared_values: torch.Tensor | None = None,
+    shared: List[int] | None = None,
 ) -> torch.Tensor:
-    """`attend_rows_torch` by the kernel (`usable` says when it applies)."""
+    """`attend_rows_torch` by the kernel (`usable` says when it applies); with `shared`, row b reads its
+    first shared[b] positions from `shared_keys` and `shared_values` (`attend_rows`)."""
     lib = attention_kernel()
     n, h, d = q.shape
     queries = q.float()  # exact for bf16 queries; the kernel computes in fp32 (an fp32 q is not copied)
     out = torch.empty((n, h, d), dtype=torch.float32)
     lengths, fed = torch.tensor(ends, dtype=torch.int64), torch.tensor(counts, dtype=torch.int64)
+    prefix = torch.tensor(shared, dtype=torch.int64) if shared is not None and any(shared) else None
     status = lib.coa_attend_rows(
         queries.data_ptr(), keys.data_ptr(), values.data_ptr(), out.data_ptr(), lengths.data_ptr(), fed.data_ptr(),
         len(ends), h, d, queries.stride(0), queries.stride(1), keys.stride(0), keys.stride(1),
-        values.stride(0), values.stride(1), scale, kernel_threads(),
-        int(keys.dtype == torch.bfloat16),
+        values.stride(0), values.stride(1),
+        *((shared_keys.data_ptr(), shared_values.data_ptr(), prefix.data_ptr(), shared_keys.stride(0))
+          if prefix is not None else (None, None, None, 0)),
+        scale, kernel_threads(), int(keys.dtype == torch.bfloat16),
     )  # fmt: skip
     if status != 0:
         raise MemoryError("the fused attention could not allocate its buffers")
@@ -203,12 +217,30 @@ def usable(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> bool:
     return cpu_queries and fused_over(keys, values, q.dtype)
 
 
+# Positions a row may read from a shared prefix come in whole blocks of the kernel's keys (BLOCK_KEYS).
+SHARED_BLOCK = 16
+
+
 def attend_rows(
-    q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, ends: List[int], counts: List[int], scale: float
+    q: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    ends: List[int],
+    counts: List[int],
+    scale: float,
+    shared_keys: torch.Tensor | None = None,
+    shared_values: torch.Tensor | None = None,
+    shared: List[int] | None = None,
 ) -> torch.Tensor:
     """The operator's implementation: the kernel where it applies, else torch ops. Queries that are not
     the rows' counts, or ends outside the cache's positions, would make the kernel read past its
-    inputs: refused, whichever runs."""
+    inputs: refused, whichever runs.
+
+    With `shared`, row b's first shared[b] positions (whole `SHARED_BLOCK`s of its cached positions) are
+    read by the kernel from `shared_keys` and `shared_values` ([heads, positions, head_dim], each head's
+    positions contiguous), which the caller holds equal to the row's own: a prompt's prefix common to
+    many rows (the system prompt) then comes from the core's caches rather than from memory once a row.
+    The same sums in the same order, so the same bits; torch ops read the row's own."""
     positions = min(keys.shape[2], values.shape[2])
     if (
         len(ends) != len(counts)
@@ -219,8 +251,23 @@ def attend_rows(
         raise ValueError(
             f"attend_rows: ends {ends} and counts {counts} for {q.shape[0]} queries in {positions} positions"
         )
+    if shared is not None and any(shared):
+        sk, sv = shared_keys, shared_values
+        fits = (
+            sk is not None
+            and sv is not None
+            and len(shared) == len(ends)
+            and sk.shape == sv.shape == (keys.shape[1], sk.shape[1], keys.shape[3])
+            and sk.dtype == sv.dtype == keys.dtype
+            and sk.stride() == sv.stride() == (sk.shape[1] * sk.shape[2], sk.shape[2], 1)
+            and all(
+                0 <= s <= min(sk.shape[1], end - c) and s % SHARED_BLOCK == 0 for s, end, c in zip(shared, ends, counts)
+            )
+        )
+        if not fits:
+            raise ValueError(f"attend_rows: shared prefixes {shared} do not fit the rows or the shared keys and values")
     if usable(q, keys, values):
-        return attend_rows_fused(q, keys, values, ends, counts, scale)
+        return attend_rows_fused(q, keys, values, ends, counts, scale, shared_keys, shared_values, shared)
     return attend_rows_scripted()(q, keys, values, ends, counts, scale)
 
 
@@ -238,5 +285,8 @@ def attend_rows_scripted():
 # An operator rather than a Python call so that the TorchScript step can call it (torch.library, torch
 # >= 1.13); its implementation runs in Python, and the kernel in C without the GIL (ctypes).
 _library = torch.library.Library("coa", "DEF")
-_library.define("attend_rows(Tensor q, Tensor keys, Tensor values, int[] ends, int[] counts, float scale) -> Tensor")
+_library.define(
+    "attend_rows(Tensor q, Tensor keys, Tensor values, int[] ends, int[] counts, float scale, "
+    "Tensor? shared_keys=None, Tensor? shared_values=None, int[]? shared=None) -> Tensor"
+)
 _library.impl("attend_rows", attend_rows, "CPU")

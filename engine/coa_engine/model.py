@@ -394,6 +394,43 @@ class KVCache:
             self.values[layer][i, :, :n] = v[:, :n]
 
 
+class SharedPrefix:
+    """The keys and values of a prompt prefix that many rows of a batch share (an agent's system prompt,
+    the first ~150 ids of every turn in the demo's evaluation), one copy [heads, positions, head_dim] per
+    layer, which each such row also holds (`adopt`). The fused attention reads a row's first positions
+    from it instead of the row's own copy (`attention.attend_rows`): read by every row of a step, it
+    stays in the core's caches where each row's own came from memory (32 `micro` rows sharing 144 of
+    ~580 positions: a layer's attention 2.46 -> 2.04 ms median on one thread, the same bits;
+    docs/engine.md)."""
+
+    # Fewer shared positions than this are not worth a copy and the checks.
+    MIN_POSITIONS = 64
+
+    def __init__(self, ids: list[int], keys: list[torch.Tensor], values: list[torch.Tensor]):
+        self.ids, self.keys, self.values = ids, keys, values
+
+    @classmethod
+    def of_row(cls, cache: KVCache, row: int, ids: list[int]) -> SharedPrefix | None:
+        """Row `row`'s first positions, as many whole `attention.SHARED_BLOCK`s as `ids` (its prompt's
+        prefix common to the rows) covers, or None if that is fewer than `MIN_POSITIONS`."""
+        n = len(ids) // attention.SHARED_BLOCK * attention.SHARED_BLOCK
+        if n < cls.MIN_POSITIONS:
+            return None
+        keys, values = cache.row(row, n)
+        return cls(list(ids[:n]), keys, values)  # copies, each contiguous
+
+    def adopt(self, cache: KVCache, row: int, prompt: list[int]) -> int:
+        """The positions row `row` reads from here: all of them if its prompt starts with these ids, after
+        its own keys and values there are overwritten with these (a prefix computed by another path, a
+        batched prefill or an extend, may differ in the last bits: the row then holds the batch's copy,
+        as a prefix-cache hit holds another request's); else 0."""
+        n = len(self.ids)
+        if prompt[:n] != self.ids or int(cache.lens[row]) < n:
+            return 0
+        cache.put_row(row, self.keys, self.values, n)
+        return n
+
+
 class Attention(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
@@ -601,6 +638,8 @@ class Transformer(nn.Module):
         weights: DecodeWeights | None = None,
         counts: List[int] | None = None,
         last_only: List[bool] | None = None,
+        shared: SharedPrefix | None = None,
+        shared_rows: List[int] | None = None,
     ) -> torch.Tensor:
         """Logits [B, V] for one new token per row (ids: [B]), each at position `cache.lens[b]`; or, for
         ids [B, T], logits [B, T, V] for T consecutive new tokens per row at `cache.lens[b]` onwards
@@ -610,6 +649,8 @@ class Transformer(nn.Module):
         rest is padding; 0 for an empty row, a hole in the sampler's batch): logits [sum(counts), V] of
         those positions, row after row, and `lens` advances by `counts`. With `last_only`, a row marked
         True gets only its last position's logits (a prompt's new ids fed within a step: `Sampler`).
+        With `shared` and `shared_rows`, row b's first shared_rows[b] positions equal `shared`'s (the
+        caller's promise: `SharedPrefix.adopt`), and the fused attention reads them there.
         `weights`: `decode_weights()` taken since the last change of the weights (default: checked now).
 
         The same arithmetic as `forward` (casts, rotation, masked softmax), arranged for a few tokens per
@@ -663,7 +704,7 @@ class Transformer(nn.Module):
         # On a GPU (decode weights there have graphs), where `ends` is always None.
         graphs = w.graph_steps() if ends is None and graphs_enabled() else None
 
-        def tokens(fn, step_ids, step_pos, uniform: Optional[int], width: int, weights, kept=None) -> torch.Tensor:
+        def tokens(fn, step_ids, step_pos, uniform: Optional[int], width: int, weights, kept=None, common=None):
             # `decode_tokens` (or its TorchScript, `fn`) casts every matmul's inputs as autocast would.
             # Autocast stays off there: under it TorchScript casts on its own (its one-row bf16 logits
             # then differed from eager mode's).
@@ -671,7 +712,7 @@ class Transformer(nn.Module):
                 return fn(
                     step_ids, step_pos, rows_fed, span, uniform, width, self.embed.weight, self.rope_cos,
                     self.rope_sin, weights.layers, weights.norms, self.norm.eps, weights.output, weights.dtype,
-                    weights.vector, cache.keys, cache.values, self.config.n_heads, ends, kept,
+                    weights.vector, cache.keys, cache.values, self.config.n_heads, ends, kept, common,
                 )  # fmt: skip
 
         if step is not None:
@@ -699,7 +740,12 @@ class Transformer(nn.Module):
             # With `ends` the flat positions are the rows' own: the selected ones alone meet the output
             # matrix (a prompt's ~100 ids would cost it a hundred rows of logits); elsewhere, selected after.
             kept = select if ends is not None else None
-            logits = tokens(decode_step(), ids, pos, uniform, width, w.for_rows(sum(rows_fed)), kept)
+            common = (
+                (shared.keys, shared.values, shared_rows)
+                if ends is not None and shared is not None and shared_rows is not None and any(shared_rows)
+                else None
+            )
+            logits = tokens(decode_step(), ids, pos, uniform, width, w.for_rows(sum(rows_fed)), kept, common)
             if kept is not None:
                 select = None
         cache.lens = after
@@ -773,6 +819,7 @@ def decode_tokens(
     heads: int,
     ends: Optional[List[int]],
     select: Optional[torch.Tensor] = None,
+    shared: Optional[Tuple[List[torch.Tensor], List[torch.Tensor], List[int]]] = None,
 ) -> torch.Tensor:
     """The step of `Transformer.decode` (see there) from the new ids [B, T] of rows whose first new
     position is `pos` [B], row b feeding its first `counts[b]` ids, to logits [sum(counts), V] of those
@@ -781,7 +828,9 @@ def decode_tokens(
     row's own masked; every row feeds all T ids there) or, with `ends` (each row's positions after this
     step), row by row over exactly each row's own (`torch.ops.coa.attend_rows`: the fused kernel, or
     torch ops), and every matmul's inputs cast to `dtype` as autocast casts them. With `select`, only
-    those of the N flat positions get logits (a prompt fed within the step needs its last one's).
+    those of the N flat positions get logits (a prompt fed within the step needs its last one's). With
+    `shared` (per layer the keys and values of a prefix rows hold alike, and each row's positions read
+    from them: `SharedPrefix`) and `ends`, the kernel reads those positions there.
 
     Written for TorchScript (`decode_step`): one call replaces the ~200 Python-dispatched ops of a
     `tiny` step in eager mode, with the same kernels in the same order, so the same bits. Positions
@@ -826,7 +875,11 @@ def decode_tokens(
         # (fp32 on a CPU without the fused kernel) only for one new id per row: with a draft's several
         # ids (a speculative step) each query makes its own products, and the batched matmul wins
         # (docs/engine.md).
-        if ends is not None:
+        if ends is not None and shared is not None:
+            y = torch.ops.coa.attend_rows(
+                q.to(dtype), cached_keys, cached_values, ends, counts, scale, shared[0][i], shared[1][i], shared[2]
+            )
+        elif ends is not None:
             y = torch.ops.coa.attend_rows(q.to(dtype), cached_keys, cached_values, ends, counts, scale)
         else:
             k = cached_keys[:, :, :width].to(dtype).reshape(b * heads, width, hd)

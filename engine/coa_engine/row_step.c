@@ -30,8 +30,9 @@
 
 int coa_attend_rows(const float *q, const void *keys, const void *values, float *out, const int64_t *ends,
                     const int64_t *counts, int64_t rows, int64_t heads, int64_t d, int64_t q_position, int64_t q_head,
-                    int64_t key_row, int64_t key_head, int64_t value_row, int64_t value_head, float scale,
-                    int threads, int bf16);
+                    int64_t key_row, int64_t key_head, int64_t value_row, int64_t value_head, const void *shared_keys,
+                    const void *shared_values, const int64_t *shared, int64_t shared_head, float scale, int threads,
+                    int bf16);
 
 /* Columns per block of a packed matrix: a block's accumulators fill 8 of AVX2's 16 registers. */
 #define BLOCK 64
@@ -160,8 +161,8 @@ INLINE int row_step(const int64_t *ids, const row_set *set, const float *embed, 
       const int64_t r = job / heads, h = job % heads, t = first[r];
       if (coa_attend_rows(qkv + t * 3 * dim + h * d, layer_keys + ((key_at[t] + h * key_head) << shift),
                           layer_values + ((value_at[t] + h * value_head) << shift), by_head + (h * T + t) * d,
-                          end + r, set->counts + r, 1, 1, d, 3 * dim, d, 0, key_head, 0, value_head,
-                          1.0f / sqrtf((float)d), 1, bf16))
+                          end + r, set->counts + r, 1, 1, d, 3 * dim, d, 0, key_head, 0, value_head, NULL, NULL,
+                          NULL, 0, 1.0f / sqrtf((float)d), 1, bf16))
         failed = 1;
     }
 #pragma omp single

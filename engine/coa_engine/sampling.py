@@ -56,7 +56,7 @@ except ImportError:
 
 from .blas import set_blas_threads
 from .drafting import NgramDrafter, RowContext
-from .model import KVCache, Transformer, attends_rows_alone, weights_version
+from .model import KVCache, SharedPrefix, Transformer, attends_rows_alone, weights_version
 from .precision import autocast
 from .tokenizer import PAD_ID
 
@@ -117,6 +117,8 @@ class Row:
     # A prompt's ids past its prefix-cache hit, fed within the next decode step (`Sampler._prefill`):
     # the row has no logits until that step gives it its last id's.
     pending: list[int] = field(default_factory=list)
+    # Its first positions, read from the batch's shared prefix (`SharedPrefix.adopt`; 0: none).
+    shared: int = 0
     # The last byte of each stop string: a stop completed by a token's bytes ends in them, so a token
     # without any of these completes none (`_emit` skips the search for most tokens).
     stop_ends: frozenset[int] = field(init=False, repr=False)
@@ -322,18 +324,24 @@ class CachedDecoder:
         return cache, logits.float()
 
     def decode(
-        self, cache: KVCache, ids: torch.Tensor, counts: list[int] | None = None, last_only: list[bool] | None = None
+        self,
+        cache: KVCache,
+        ids: torch.Tensor,
+        counts: list[int] | None = None,
+        last_only: list[bool] | None = None,
+        shared: SharedPrefix | None = None,
+        shared_rows: list[int] | None = None,
     ) -> torch.Tensor:
         """Logits of the next ids: [B, V] for ids [B]; for ids [B, T] (drafts) with `counts`, row b's
-        first counts[b] ids, [sum(counts), V] row after row, only the last of a row marked in `last_only`
-        (`Transformer.decode`)."""
+        first counts[b] ids, [sum(counts), V] row after row, only the last of a row marked in `last_only`;
+        rows' first `shared_rows` positions read from `shared` (`Transformer.decode`)."""
         with autocast(self.dtype, ids.device.type):
-            return self.model.decode(ids, cache, self._weights, counts, last_only).float()
+            return self.model.decode(ids, cache, self._weights, counts, last_only, shared, shared_rows).float()
 
-    def prefills_in_steps(self, cache: KVCache) -> bool:
-        """Whether a row of `cache` may feed a prompt's new ids within a decode step: where each row
-        attends over its own positions and feeds only its own ids (the fused kernel), so that the rows
-        beside it feed no padding."""
+    def attends_rows_alone(self, cache: KVCache) -> bool:
+        """Whether decode steps over `cache` attend each row over its own positions and feed only its
+        own ids (the fused kernel): a row may then feed a prompt's new ids within a step without the
+        rows beside it feeding padding, and read a prefix the rows share from one copy."""
         return attends_rows_alone(cache, self.cache_dtype)
 
     # The prefix cache works with this decoder (the Hugging Face one has no `extend`), and so does
@@ -560,6 +568,7 @@ class Sampler:
         self.accepted_tokens = 0  # of those, ids that sampling then chose (each saved a step)
         self.prefilled_prompts = 0  # distinct prompts prefilled (a prompt shared by n rows or requests: once)
         self.stepped_prefills = 0  # of those, prefix-cache hits whose new ids a decode step fed (no extend)
+        self.shared_prefix_rows = 0  # rows that read a prefix shared by the batch's rows from one copy (`_share`)
         self.refused = 0  # requests refused with 503 (queue full)
         self.rows_in_flight = 0
         self.kv_bytes = 0  # keys and values of the running batch
@@ -691,6 +700,7 @@ class Sampler:
             self.prefix_cache.check_weights(self.decoder.begin_session())
         rows: list[Row | None] = []  # every row still sampling (None: a hole), aligned with the cache's rows
         cache: KVCache | None = None
+        shared: SharedPrefix | None = None  # the prompt prefix the batch's rows share (`_share`)
         logits = torch.empty(0)
         leaves_holes = getattr(self.decoder, "holes", False)
         while True:
@@ -709,6 +719,7 @@ class Sampler:
                 if cache is None:
                     new_rows, parts, new_logits = self._prefill(admitted)
                     rows, cache, logits = new_rows, parts[0].merge(*parts[1:]), new_logits
+                    into, shared = list(range(len(rows))), None
                 else:
                     # The rows they take: holes first, then past the last; room for them before any
                     # extend writes its row in place.
@@ -729,6 +740,7 @@ class Sampler:
                     rows += [None] * (max(into) + 1 - len(rows))
                     for i, r in zip(into, new_rows):
                         rows[i] = r
+                shared = self._share(rows, cache, into, shared)
                 self._track(rows, cache)
                 self.admit_seconds += time.perf_counter() - started
                 self.busy_seconds += time.perf_counter() - started
@@ -772,12 +784,18 @@ class Sampler:
                 job.done.set()
             decode_started = time.perf_counter()
             prompting = [r is not None and bool(r.pending) for r in rows]
+            # Only what is in use, so that a decoder without these (Hugging Face's) is called as before.
+            options = {}
+            if shared is not None:
+                options.update(shared=shared, shared_rows=[0 if r is None else r.shared for r in rows])
+            if any(prompting):
+                options["last_only"] = prompting
             if tokens.dim() == 2:  # drafts, prompts: each row feeds its last id and its own draft, or its ids
-                logits = self.decoder.decode(cache, tokens, fed, prompting if any(prompting) else None)
+                logits = self.decoder.decode(cache, tokens, fed, **options)
             elif min(fed) == 0:  # holes feed nothing
-                logits = self.decoder.decode(cache, tokens[:, None], fed)
+                logits = self.decoder.decode(cache, tokens[:, None], fed, **options)
             else:
-                logits = self.decoder.decode(cache, tokens)
+                logits = self.decoder.decode(cache, tokens, **options)
             for r, prompted in zip(rows, prompting):
                 if prompted:  # its logits now those of a prefill's last id (`fed` 0: nothing to take back)
                     r.pending, r.fed = [], 0
@@ -807,6 +825,25 @@ class Sampler:
                 at += 1
         order = [p for i in sorted(spans) for p in spans[i]]
         return torch.cat((logits, new)).index_select(0, torch.tensor(order, device=logits.device))
+
+    def _share(self, rows: list[Row | None], cache, joined: list[int], shared: SharedPrefix | None):
+        """The batch's shared prefix (`SharedPrefix`), made from the rows that just joined at `joined` if
+        it has none yet (the longest prefix of their distinct prompts, at least two of them: an agent's
+        system prompt), which each of them whose prompt starts with it takes (`Row.shared`); None where
+        steps do not attend rows alone. Once a row, when it joins: its positions there never change."""
+        if not isinstance(cache, KVCache) or not self.decoder.attends_rows_alone(cache):
+            return None
+        if shared is None:
+            prompts = list({tuple(rows[i].prompt): rows[i].prompt for i in joined}.values())
+            if len(prompts) > 1:
+                common = min(common_prefix(prompts[0], p) for p in prompts[1:])
+                first = next(i for i in joined if rows[i].prompt is prompts[0] or rows[i].prompt == prompts[0])
+                shared = SharedPrefix.of_row(cache, first, prompts[0][:common])
+        if shared is not None:
+            for i in joined:
+                rows[i].shared = shared.adopt(cache, i, rows[i].prompt)
+                self.shared_prefix_rows += rows[i].shared > 0
+        return shared
 
     def _track(self, rows: list[Row | None], cache) -> None:
         """Rows decoding and the bytes of their keys and values (and the peak with the prefix cache)."""
@@ -918,7 +955,7 @@ class Sampler:
                     continue
                 capacity = len(prompt) + max(r.max_new for r in prompt_rows)
                 target = batch.row_view(into[len(rows)], capacity) if isinstance(batch, KVCache) else None
-                if target is not None and len(prompt_rows) == 1 and self.decoder.prefills_in_steps(batch):
+                if target is not None and len(prompt_rows) == 1 and self.decoder.attends_rows_alone(batch):
                     # Its new ids join the next step's: one pass over the weights for both, where an
                     # extend of its own cost a pass and its ops (~2 ms of a `micro` extend's 7).
                     target.put_row(0, entry.keys, entry.values, start)

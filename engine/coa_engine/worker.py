@@ -34,6 +34,8 @@ def counters(sampler: Sampler, trainer: Trainer) -> dict:
         "accepted_tokens": sampler.accepted_tokens,
         # Prefix-cache hits whose new ids a decode step fed beside the batch's (their time is decoding's).
         "stepped_prefills": sampler.stepped_prefills,
+        # Rows that read the prompt prefix the batch's rows share (a system prompt) from one copy.
+        "shared_prefix_rows": sampler.shared_prefix_rows,
         "generation_tokens_per_s": round(sampler.generated_tokens / gen_s, 1) if gen_s else 0,
         "trained_tokens": trainer.tokens_trained,
         "train_seconds": round(train_s, 3),

@@ -172,6 +172,40 @@ class FusedAttentionTest(unittest.TestCase):
             with self.subTest(ends=ends, counts=counts), self.assertRaisesRegex(Exception, "attend_rows"):
                 torch.ops.coa.attend_rows(q, keys, values, ends, counts, scale)
 
+    def test_rows_read_a_shared_prefix_from_one_copy_with_the_same_bits(self):
+        """Rows whose first positions equal a shared copy's read them there (`shared`): the same bits as
+        reading their own, fp32 and bf16, one query or an extend's many, one thread or two; with each
+        row's own first positions spoiled (garbage, inf) the answer is still the true one, so the copy
+        is what the kernel read. Rows read different lengths of it (a multiple of 16 each, 0: none)."""
+        fp32, bf16 = torch.float32, torch.bfloat16
+        for dtype, t, threads in ((fp32, 1, 1), (fp32, 5, 2), (bf16, 3, 1), (fp32, 60, 2)):
+            ends = [t + 40, t + 300, t + 33, t + 700]
+            q, keys, values, counts, scale = case(len(ends), 3, t, 32, ends, allocated_rows=4)
+            q, keys, values = q.to(dtype), keys.to(dtype), values.to(dtype)
+            sk, sv = keys[1, :, :32].clone(), values[1, :, :32].clone()
+            keys[:, :, :32], values[:, :, :32] = sk, sv
+            shared = [32, 32, 16, 0]
+            with self.subTest(dtype=dtype, t=t), mock.patch.object(attention, "kernel_threads", lambda: threads):
+                own = attention.attend_rows(q, keys, values, ends, counts, scale)
+                got = attention.attend_rows(q, keys, values, ends, counts, scale, sk, sv, shared)
+                self.assertTrue(torch.equal(got, own))
+                for r, n in enumerate(shared):
+                    keys[r, :, :n], values[r, :, :n] = float("inf"), float("nan")
+                spoiled = torch.ops.coa.attend_rows(q, keys, values, ends, counts, scale, sk, sv, shared)
+                self.assertTrue(torch.equal(spoiled, own))
+
+    def test_a_shared_prefix_that_does_not_fit_is_refused(self):
+        """Lengths that are not whole blocks of 16, reach a row's own new positions or past the copy, or a
+        copy of another shape or dtype would make the kernel read the wrong memory."""
+        q, keys, values, counts, scale = case(2, 2, 3, 32, [40, 60])
+        sk, sv = keys[0, :, :32].clone(), values[0, :, :32].clone()
+        for shared, k, v in (
+            ([8, 0], sk, sv), ([48, 0], sk, sv), ([32, 32, 0], sk, sv), ([16, 0], sk[:1], sv[:1]),
+            ([16, 0], sk.double(), sv.double()), ([16, 0], sk.transpose(1, 2), sv), ([16, 0], None, sv),
+        ):  # fmt: skip
+            with self.subTest(shared=shared), self.assertRaisesRegex(ValueError, "shared prefixes"):
+                attention.attend_rows(q, keys, values, [40, 60], counts, scale, k, v, shared)
+
     def test_loading_it_leaves_denormals_alone(self):
         """Built with -ffast-math but not linked with it: gcc would otherwise add start-up code that makes
         the whole process flush denormal floats to zero, torch's arithmetic included."""

@@ -27,14 +27,14 @@ class Recording(CachedDecoder):
         self.shapes, self.widths, self.pause_at, self.calls = [], [], pause_at, 0
         self.reached, self.release = threading.Event(), threading.Event()
 
-    def decode(self, cache, ids, counts=None, last_only=None):
+    def decode(self, cache, ids, *args, **options):
         self.calls += 1
         self.shapes.append((cache.rows, cache.capacity))
         self.widths.append(1 if ids.dim() == 1 else ids.shape[1])
         if self.calls == self.pause_at:
             self.reached.set()
             self.release.wait(60)
-        return super().decode(cache, ids, counts, last_only)
+        return super().decode(cache, ids, *args, **options)
 
 
 def wait_for(condition):
@@ -258,6 +258,45 @@ class ContinuousBatchingTest(unittest.TestCase):
         finally:
             sampler.close()
 
+
+    def test_rows_sharing_a_system_prompt_read_it_from_one_copy(self):
+        """Three requests whose prompts start with one 83-id system prompt start as a batch: its first 80
+        positions (whole blocks of 16) become the batch's shared copy, which each row takes and the
+        fused kernel reads instead of the row's own. The first finishes early; while the others decode,
+        its next turn (extending it from the prefix cache), another request with the system prompt and
+        one without join: the first two read the copy, the third none. Every request samples what it
+        samples alone (ids equal, logprobs within the last bits the copy's arithmetic may change)."""
+        model = micro_model(seed=15)
+        system = [1] + [3 + (7 * i) % 150 for i in range(82)]
+        prompts = [system + tail for tail in ([160, 161], [170], [180, 181, 182])]
+        short, params = (SamplingParams(max_tokens=m, temperature=0.0, ignore_eos=True) for m in (4, 24))
+        decoder, gate = Recording(model, pause_at=8), ModelGate()
+        sampler = Sampler(decoder, TOKENIZER, gate, prefix_cache_bytes=1 << 24)
+        try:
+            with gate.exclusive():
+                first = [start(sampler.generate, [p], short if i == 0 else params) for i, p in enumerate(prompts)]
+                wait_for(lambda: len(sampler._pending) == 3)
+            decoder.reached.wait(60)
+            first[0][0].join()  # done at its fourth id
+            turn = prompts[0] + first[0][1]["rows"][0].ids + [195, 196]
+            prompts += [turn, [*system, 190], [1, 200, 201, 202]]
+            late = [start(sampler.generate, [p], params) for p in prompts[3:]]
+            wait_for(lambda: len(sampler._pending) == 3)
+            decoder.release.set()
+            for thread, _ in (*first, *late):
+                thread.join()
+        finally:
+            sampler.close()
+        if attention.attention_kernel() is not None:
+            self.assertEqual(sampler.shared_prefix_rows, 5)
+            self.assertEqual(sampler.stepped_prefills, 2)  # the two from the prefix cache: the turn, the system prompt
+        alone = Sampler(CachedDecoder(model, "fp32"), TOKENIZER, ModelGate())
+        try:
+            solo = [alone.generate([p], short if i == 0 else params) for i, p in enumerate(prompts)]
+        finally:
+            alone.close()
+        for (_, out), expected in zip((*first, *late), solo):
+            assert_same(self, out["rows"], expected, 1e-5)
 
 class BoundsTest(unittest.TestCase):
     def test_rows_and_kv_bytes_in_flight_stay_within_the_bounds(self):

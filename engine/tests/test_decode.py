@@ -244,7 +244,7 @@ class DecodeMaskTest(unittest.TestCase):
             taken, outs = [], []
 
             def spy(*args):
-                taken.append(args[-2])  # `ends` (before `select`): None for the batched path
+                taken.append(args[18])  # `ends`: None for the batched path
                 return step(*args)
 
             runs = ([(0.0, None), (1.0, None)] if dtype == "fp32" else [(0.0, None)]) + (

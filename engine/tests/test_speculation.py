@@ -191,12 +191,12 @@ class Pausing(CachedDecoder):
         self.widths, self.pause_at = [], pause_at
         self.reached, self.release = threading.Event(), threading.Event()
 
-    def decode(self, cache, ids, counts=None, last_only=None):
+    def decode(self, cache, ids, *args, **options):
         self.widths.append(1 if ids.dim() == 1 else ids.shape[1])
         if len(self.widths) == self.pause_at:
             self.reached.set()
             self.release.wait(60)
-        return super().decode(cache, ids, counts, last_only)
+        return super().decode(cache, ids, *args, **options)
 
 
 class MultiIdDecodeTest(unittest.TestCase):

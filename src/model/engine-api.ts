@@ -149,6 +149,8 @@ export const EngineInfo = z.object({
     accepted_tokens: z.number().int().optional(),
     /** Prefix-cache hits whose new ids a decode step fed beside the batch's (their time is decoding's); absent before it. */
     stepped_prefills: z.number().int().optional(),
+    /** Rows that read the prompt prefix the batch's rows share (a system prompt) from one copy; absent before it. */
+    shared_prefix_rows: z.number().int().optional(),
     trained_tokens: z.number().int(),
     train_seconds: z.number(),
   }),
