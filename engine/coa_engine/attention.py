@@ -165,29 +165,22 @@ def attend_rows_torch(
 
 
 def attend_rows_fused(
-    q: torch.Tensor,
-    keys: torch.Tensor,
-    values: torch.Tensor,
-    ends: List[int],
-    counts: List[int],
-    scale: float,
-    shared_keys: torch.Tensor | None = None,
-    shared_values: torch.Tensor | None = None,
-    shared: List[int] | None = None,
+    q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, ends: List[int], counts: List[int], scale: float,
+    shared: tuple[torch.Tensor, torch.Tensor, List[int]] | None = None,
 ) -> torch.Tensor:
-    """`attend_rows_torch` by the kernel (`usable` says when it applies); with `shared`, row b reads its
-    first shared[b] positions from `shared_keys` and `shared_values` (`attend_rows`)."""
+    """`attend_rows_torch` by the kernel (`usable` says when it applies); with `shared` (keys, values,
+    positions per row), row b reads its first positions from those keys and values (`attend_rows`)."""
     lib = attention_kernel()
     n, h, d = q.shape
     queries = q.float()  # exact for bf16 queries; the kernel computes in fp32 (an fp32 q is not copied)
     out = torch.empty((n, h, d), dtype=torch.float32)
     lengths, fed = torch.tensor(ends, dtype=torch.int64), torch.tensor(counts, dtype=torch.int64)
-    prefix = torch.tensor(shared, dtype=torch.int64) if shared is not None and any(shared) else None
+    prefix = torch.tensor(shared[2], dtype=torch.int64) if shared is not None and any(shared[2]) else None
     status = lib.coa_attend_rows(
         queries.data_ptr(), keys.data_ptr(), values.data_ptr(), out.data_ptr(), lengths.data_ptr(), fed.data_ptr(),
         len(ends), h, d, queries.stride(0), queries.stride(1), keys.stride(0), keys.stride(1),
         values.stride(0), values.stride(1),
-        *((shared_keys.data_ptr(), shared_values.data_ptr(), prefix.data_ptr(), shared_keys.stride(0))
+        *((shared[0].data_ptr(), shared[1].data_ptr(), prefix.data_ptr(), shared[0].stride(0))
           if prefix is not None else (None, None, None, 0)),
         scale, kernel_threads(), int(keys.dtype == torch.bfloat16),
     )  # fmt: skip
@@ -267,7 +260,8 @@ def attend_rows(
         if not fits:
             raise ValueError(f"attend_rows: shared prefixes {shared} do not fit the rows or the shared keys and values")
     if usable(q, keys, values):
-        return attend_rows_fused(q, keys, values, ends, counts, scale, shared_keys, shared_values, shared)
+        common = (shared_keys, shared_values, shared) if shared is not None else None
+        return attend_rows_fused(q, keys, values, ends, counts, scale, common)
     return attend_rows_scripted()(q, keys, values, ends, counts, scale)
 
 
