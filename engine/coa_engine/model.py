@@ -420,12 +420,15 @@ class SharedPrefix:
         return cls(list(ids[:n]), keys, values)  # copies, each contiguous
 
     def adopt(self, cache: KVCache, row: int, prompt: list[int]) -> int:
-        """The positions row `row` reads from here: all of them if its prompt starts with these ids, after
-        its own keys and values there are overwritten with these (a prefix computed by another path, a
-        batched prefill or an extend, may differ in the last bits: the row then holds the batch's copy,
-        as a prefix-cache hit holds another request's); else 0."""
-        n = len(self.ids)
-        if prompt[:n] != self.ids or int(cache.lens[row]) < n:
+        """The positions row `row` reads from here: as many whole `attention.SHARED_BLOCK`s as its prompt
+        shares with these ids, within what the row holds, if at least `MIN_POSITIONS`, after its own keys
+        and values there are overwritten with these (a prefix computed by another path, a batched
+        prefill or an extend, may differ in the last bits: the row then holds the batch's copy, as a
+        prefix-cache hit holds another request's); else 0."""
+        n = min(len(self.ids), len(prompt), int(cache.lens[row]))
+        same = next((i for i in range(n) if prompt[i] != self.ids[i]), n)
+        n = same // attention.SHARED_BLOCK * attention.SHARED_BLOCK
+        if n < self.MIN_POSITIONS:
             return 0
         cache.put_row(row, self.keys, self.values, n)
         return n

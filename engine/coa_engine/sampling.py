@@ -829,15 +829,15 @@ class Sampler:
     def _share(self, rows: list[Row | None], cache, joined: list[int], shared: SharedPrefix | None):
         """The batch's shared prefix (`SharedPrefix`), made from the rows that just joined at `joined` if
         it has none yet (the longest prefix of their distinct prompts, at least two of them: an agent's
-        system prompt), which each of them whose prompt starts with it takes (`Row.shared`); None where
-        steps do not attend rows alone. Once a row, when it joins: its positions there never change."""
+        system prompt), and the part of it each of them takes (`SharedPrefix.adopt`, `Row.shared`); None
+        where steps do not attend rows alone. Once a row, when it joins: its positions there never change."""
         if not isinstance(cache, KVCache) or not self.decoder.attends_rows_alone(cache):
             return None
         if shared is None:
             prompts = list({tuple(rows[i].prompt): rows[i].prompt for i in joined}.values())
             if len(prompts) > 1:
                 common = min(common_prefix(prompts[0], p) for p in prompts[1:])
-                first = next(i for i in joined if rows[i].prompt is prompts[0] or rows[i].prompt == prompts[0])
+                first = next(i for i in joined if rows[i].prompt == prompts[0])
                 shared = SharedPrefix.of_row(cache, first, prompts[0][:common])
         if shared is not None:
             for i in joined:
@@ -930,7 +930,7 @@ class Sampler:
         same prompt (an RL group's episodes). A prompt sharing a long enough prefix with a cached row
         prefills only the ids after it, straight into the running batch's row `into[j]` (for the j-th
         row returned) where there is one (a `KVCache` with room made for it); where the decoder can feed
-        them within its next decode step (`prefills_in_steps`), a prompt of one row leaves them to it
+        them within its next decode step (`attends_rows_alone`), a prompt of one row leaves them to it
         (`Row.pending`) and only its cached prefix is copied now. Returns the rows, their caches (in
         row order) and the last logits of those not pending (None if there are none)."""
         prompts, rows = [], []

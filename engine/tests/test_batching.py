@@ -263,9 +263,10 @@ class ContinuousBatchingTest(unittest.TestCase):
         """Three requests whose prompts start with one 83-id system prompt start as a batch: its first 80
         positions (whole blocks of 16) become the batch's shared copy, which each row takes and the
         fused kernel reads instead of the row's own. The first finishes early; while the others decode,
-        its next turn (extending it from the prefix cache), another request with the system prompt and
-        one without join: the first two read the copy, the third none. Every request samples what it
-        samples alone (ids equal, logprobs within the last bits the copy's arithmetic may change)."""
+        its next turn (extending it from the prefix cache), another request with the system prompt, one
+        without and one sharing its first 70 ids join: the first two read the copy, the third none, the
+        fourth its first 64 positions. Every request samples what it samples alone (ids equal, logprobs
+        within the last bits the copy's arithmetic may change)."""
         model = micro_model(seed=15)
         system = [1] + [3 + (7 * i) % 150 for i in range(82)]
         prompts = [system + tail for tail in ([160, 161], [170], [180, 181, 182])]
@@ -279,17 +280,19 @@ class ContinuousBatchingTest(unittest.TestCase):
             decoder.reached.wait(60)
             first[0][0].join()  # done at its fourth id
             turn = prompts[0] + first[0][1]["rows"][0].ids + [195, 196]
-            prompts += [turn, [*system, 190], [1, 200, 201, 202]]
+            prompts += [turn, [*system, 190], [1, 200, 201, 202], system[:70] + [205, 206]]
             late = [start(sampler.generate, [p], params) for p in prompts[3:]]
-            wait_for(lambda: len(sampler._pending) == 3)
+            wait_for(lambda: len(sampler._pending) == 4)
             decoder.release.set()
             for thread, _ in (*first, *late):
                 thread.join()
         finally:
             sampler.close()
         if attention.attention_kernel() is not None:
-            self.assertEqual(sampler.shared_prefix_rows, 5)
-            self.assertEqual(sampler.stepped_prefills, 2)  # the two from the prefix cache: the turn, the system prompt
+            self.assertEqual(sampler.shared_prefix_rows, 6)
+            # From the prefix cache: the turn, the system prompt's request and the one sharing its first 70.
+            self.assertEqual(sampler.stepped_prefills, 3)
+            self.assertEqual([out["rows"][0].shared for _, out in (*first, *late)], [80, 80, 80, 80, 80, 0, 64])
         alone = Sampler(CachedDecoder(model, "fp32"), TOKENIZER, ModelGate())
         try:
             solo = [alone.generate([p], short if i == 0 else params) for i, p in enumerate(prompts)]
