@@ -194,12 +194,12 @@ def fused_over(keys: torch.Tensor, values: torch.Tensor, dtype: torch.dtype) -> 
     or all bf16 on the CPU, the cache's layout (`KVCache`), and a head width of whole AVX2 vectors."""
     d = keys.shape[-1]
     return (
-        attention_kernel() is not None
-        and keys.device.type == "cpu"
+        keys.device.type == "cpu"  # first: a GPU's decode step asks too, and must not build the kernel
         and dtype == keys.dtype == values.dtype
         and dtype in (torch.float32, torch.bfloat16)
         and d % 8 == 0
         and all(kv.stride(3) == 1 and kv.stride(2) == d for kv in (keys, values))
+        and attention_kernel() is not None
     )
 
 

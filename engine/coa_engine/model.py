@@ -797,7 +797,8 @@ def project(x: torch.Tensor, weight: torch.Tensor, dtype: torch.dtype, vector: b
 def attends_rows_alone(cache: KVCache, dtype: torch.dtype) -> bool:
     """Whether a decode step over `cache` in `dtype` attends each row over its own positions in the
     fused kernel (`attention.fused_over`, on a CPU), where each row feeds only its own ids: a row may
-    feed a prompt's new ids within the step (`Sampler`) without widening the others."""
+    feed a prompt's new ids within the step (`Sampler`) without widening the others, and read a prefix
+    the rows share from one copy (`SharedPrefix`)."""
     return attention.fused_over(cache.keys[0], cache.values[0], dtype)
 
 

@@ -206,6 +206,14 @@ class FusedAttentionTest(unittest.TestCase):
             with self.subTest(shared=shared), self.assertRaisesRegex(ValueError, "shared prefixes"):
                 attention.attend_rows(q, keys, values, [40, 60], counts, scale, k, v, shared)
 
+    def test_a_cache_off_the_cpu_never_builds_it(self):
+        """A GPU's decode steps ask whether the kernel attends their cache (`fused_over`): no, without
+        building or loading it (no compiler run on a machine that never decodes on its CPU)."""
+        keys = torch.empty((2, 2, 8, 32), device="meta")
+        with mock.patch.object(attention, "attention_kernel") as kernel:
+            self.assertFalse(attention.fused_over(keys, keys, torch.float32))
+        kernel.assert_not_called()
+
     def test_loading_it_leaves_denormals_alone(self):
         """Built with -ffast-math but not linked with it: gcc would otherwise add start-up code that makes
         the whole process flush denormal floats to zero, torch's arithmetic included."""
