@@ -258,7 +258,6 @@ class ContinuousBatchingTest(unittest.TestCase):
         finally:
             sampler.close()
 
-
     def test_rows_sharing_a_system_prompt_read_it_from_one_copy(self):
         """Three requests whose prompts start with one 83-id system prompt start as a batch: its first 80
         positions (whole blocks of 16) become the batch's shared copy, which each row takes and the
@@ -300,6 +299,7 @@ class ContinuousBatchingTest(unittest.TestCase):
             alone.close()
         for (_, out), expected in zip((*first, *late), solo):
             assert_same(self, out["rows"], expected, 1e-5)
+
 
 class BoundsTest(unittest.TestCase):
     def test_rows_and_kv_bytes_in_flight_stay_within_the_bounds(self):
