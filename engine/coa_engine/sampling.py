@@ -344,6 +344,13 @@ class CachedDecoder:
         rows beside it feeding padding, and read a prefix the rows share from one copy."""
         return attends_rows_alone(cache, self.cache_dtype)
 
+    def prefills_in_steps(self, cache: KVCache) -> bool:
+        """Whether a prefix-cache hit's new ids may ride a decode step (`Sampler._prefill`): where rows
+        attend alone, in fp32. In bf16 oneDNN builds a kernel for every new shape of product (~1 ms
+        each, why bf16 extends are padded to `EXTEND_BLOCK`), and a prompt's ids would make most steps
+        a new shape; not measured on a machine that runs bf16, so bf16 engines still extend."""
+        return self.cache_dtype == torch.float32 and self.attends_rows_alone(cache)
+
     # The prefix cache works with this decoder (the Hugging Face one has no `extend`), and so does
     # speculative decoding (`decode` takes several ids per row).
     prefix_cache = True
@@ -930,7 +937,7 @@ class Sampler:
         same prompt (an RL group's episodes). A prompt sharing a long enough prefix with a cached row
         prefills only the ids after it, straight into the running batch's row `into[j]` (for the j-th
         row returned) where there is one (a `KVCache` with room made for it); where the decoder can feed
-        them within its next decode step (`attends_rows_alone`), a prompt of one row leaves them to it
+        them within its next decode step (`prefills_in_steps`), a prompt of one row leaves them to it
         (`Row.pending`) and only its cached prefix is copied now. Returns the rows, their caches (in
         row order) and the last logits of those not pending (None if there are none)."""
         prompts, rows = [], []
@@ -955,7 +962,7 @@ class Sampler:
                     continue
                 capacity = len(prompt) + max(r.max_new for r in prompt_rows)
                 target = batch.row_view(into[len(rows)], capacity) if isinstance(batch, KVCache) else None
-                if target is not None and len(prompt_rows) == 1 and self.decoder.attends_rows_alone(batch):
+                if target is not None and len(prompt_rows) == 1 and self.decoder.prefills_in_steps(batch):
                     # Its new ids join the next step's: one pass over the weights for both, where an
                     # extend of its own cost a pass and its ops (~2 ms of a `micro` extend's 7).
                     target.put_row(0, entry.keys, entry.values, start)

@@ -310,6 +310,19 @@ class FinishedRowsTest(unittest.TestCase):
                 atol = 1e-5 if dtype == "fp32" else 2**-5 * extended.abs().max().item()
                 torch.testing.assert_close(selected[-1:], extended, rtol=0, atol=atol)
 
+    def test_only_fp32_engines_feed_prompts_within_steps(self):
+        """Rows attend alone with the kernel in fp32 and bf16 alike (and read a shared prefix), but only
+        an fp32 engine feeds a prompt's new ids within a step: bf16 products are built per shape."""
+        model = micro_model(seed=4)
+        kernel = attention.attention_kernel() is not None
+        for dtype in ("fp32", "bf16"):
+            decoder = CachedDecoder(model, dtype)
+            with torch.no_grad():
+                cache, _ = decoder.prefill([[1, 60, 61]], 16)
+            with self.subTest(dtype=dtype):
+                self.assertEqual(decoder.attends_rows_alone(cache), kernel)
+                self.assertEqual(decoder.prefills_in_steps(cache), kernel and dtype == "fp32")
+
     def test_rows_finishing_at_different_steps_match_their_solo_runs(self):
         """Finished rows leave the batch at once, as holes that the next admission would fill, until
         holes outnumber the rows left (here when the fourth of six finished, the one compaction): the
