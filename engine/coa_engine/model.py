@@ -399,9 +399,8 @@ class SharedPrefix:
     the first ~150 ids of every turn in the demo's evaluation), one copy [heads, positions, head_dim] per
     layer, which each such row also holds (`adopt`). The fused attention reads a row's first positions
     from it instead of the row's own copy (`attention.attend_rows`): read by every row of a step, it
-    stays in the core's caches where each row's own came from memory (32 `micro` rows sharing 144 of
-    ~580 positions: a layer's attention 2.46 -> 2.04 ms median on one thread, the same bits;
-    docs/engine.md)."""
+    stays in the core's caches where each row's own came from memory (32 rows sharing 144 of ~580
+    positions: a `tiny` decode step 44 -> 41 ms median, the same bits; `bench/prompt_steps.py`)."""
 
     # Fewer shared positions than this are not worth a copy and the checks.
     MIN_POSITIONS = 64
