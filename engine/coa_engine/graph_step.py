@@ -79,8 +79,6 @@ class GraphSteps:
         self.kept = kept
         self._graphs: OrderedDict[Hashable, _Graph] = OrderedDict()
         self._seen: OrderedDict[Hashable, None] = OrderedDict()  # shapes run once, op by op
-        self.captures = 0
-        self.replays = 0
 
     def __call__(self, key: Hashable, step: Step, ids: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
         """The logits of `step(ids, pos)`: replayed from the graph captured for `key`; at the first step
@@ -103,13 +101,11 @@ class GraphSteps:
                 _totals["failed"] = f"{error.__class__.__name__}: {error}".splitlines()[0]
                 print(f"coa-engine: decoding without CUDA graphs ({_totals['failed']})", file=sys.stderr)
                 return step(ids, pos)  # writes what the failed attempt may have written, again
-            self.captures += 1
             _totals["captures"] += 1
             self._graphs[key] = graph
             if len(self._graphs) > self.kept:
                 self._graphs.popitem(last=False)
         else:
             self._graphs.move_to_end(key)
-        self.replays += 1
         _totals["replays"] += 1
         return graph(ids, pos)

@@ -624,7 +624,7 @@ class Transformer(nn.Module):
         # kernel, whose loops stop at each query's position (`Attention.forward` takes None as the sign).
         bias = (
             None
-            if attention.fused_over(cache.keys[0], cache.values[0], dtype)
+            if attends_rows_alone(cache, dtype)
             else torch.full((padded, cache.positions), float("-inf"), dtype=dtype, device=ids.device).triu(start + 1)
         )
         x = self.embed(F.pad(ids, (0, padded - t), value=0))
@@ -695,16 +695,23 @@ class Transformer(nn.Module):
         # Positions whose logits are returned, of the sum(fed) a step yields (each row's, or its last).
         select: Optional[torch.Tensor] = None
         if last_only is not None and any(last_only):
-            kept, first = [], 0
+            returned, first = [], 0
             for c, last in zip(fed, last_only):
-                kept.extend(range(first + c - 1, first + c) if last else range(first, first + c))
+                returned.extend(range(first + c - 1, first + c) if last else range(first, first + c))
                 first += c
-            select = torch.tensor(kept, device=ids.device)
+            select = torch.tensor(returned, device=ids.device)
         # Few ids to feed (holes feed none) beside the fused attention: the whole step in native code, if
         # built (`ROW_STEP_IDS`).
         step = w.row_step() if fused and sum(rows_fed) <= ROW_STEP_IDS.get(w.dtype, 0) else None
         # On a GPU (decode weights there have graphs), where `ends` is always None.
         graphs = w.graph_steps() if ends is None and graphs_enabled() else None
+        # With `ends` the TorchScript step's flat positions are the rows' own: the selected ones alone meet
+        # the output matrix (a prompt's ~100 ids would cost it a hundred rows of logits), and the kernel
+        # reads the shared prefix; the other paths select after and read each row's own.
+        inside = ends is not None and step is None
+        kept, select = (select, None) if inside else (None, select)
+        sharing = inside and shared is not None and shared_rows is not None and any(shared_rows)
+        common = (shared.keys, shared.values, shared_rows) if sharing else None
 
         def tokens(fn, step_ids, step_pos, uniform: Optional[int], width: int, weights, kept=None, common=None):
             # `decode_tokens` (or its TorchScript, `fn`) casts every matmul's inputs as autocast would.
@@ -739,17 +746,7 @@ class Transformer(nn.Module):
             # while the allocation is at most twice the span they read all of it instead, masking the
             # positions not yet written (exactly zero weight after the softmax).
             width = cache.positions if w.dtype != torch.float32 and cache.positions <= 2 * span else span
-            # With `ends` the flat positions are the rows' own: the selected ones alone meet the output
-            # matrix (a prompt's ~100 ids would cost it a hundred rows of logits); elsewhere, selected after.
-            kept = select if ends is not None else None
-            common = (
-                (shared.keys, shared.values, shared_rows)
-                if ends is not None and shared is not None and shared_rows is not None and any(shared_rows)
-                else None
-            )
             logits = tokens(decode_step(), ids, pos, uniform, width, w.for_rows(sum(rows_fed)), kept, common)
-            if kept is not None:
-                select = None
         cache.lens = after
         if fed_per_row is None and select is None:
             return logits if single else logits.view(b, t, -1)

@@ -841,11 +841,11 @@ class Sampler:
         if not isinstance(cache, KVCache) or not self.decoder.attends_rows_alone(cache):
             return None
         if shared is None:
+            # Distinct prompts in joining order: the first is row joined[0]'s.
             prompts = list({tuple(rows[i].prompt): rows[i].prompt for i in joined}.values())
             if len(prompts) > 1:
                 common = min(common_prefix(prompts[0], p) for p in prompts[1:])
-                first = next(i for i in joined if rows[i].prompt == prompts[0])
-                shared = SharedPrefix.of_row(cache, first, prompts[0][:common])
+                shared = SharedPrefix.of_row(cache, joined[0], prompts[0][:common])
         if shared is not None:
             for i in joined:
                 rows[i].shared = shared.adopt(cache, i, rows[i].prompt)
