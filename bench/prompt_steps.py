@@ -1,14 +1,17 @@
-"""Decode steps of an agent evaluation's shape in process, stop 54's two changes each against the step
-without it, interleaved (docs/engine.md, "A turn's new ids fed within the decode step"): 32 rows at
-200-950 positions feeding 1-5 ids (a drafted batch) on a fresh model, fp32, the fused kernel on the
-engine's threads.
+"""Decode steps of an agent evaluation's shape in process, stop 54's two changes and stop 55's each
+against the step without it, interleaved (docs/engine.md, "A turn's new ids fed within the decode step",
+"The whole fp32 step in native code"): 32 rows at 200-950 positions feeding 1-5 ids (a drafted batch) on
+a fresh model, fp32, the fused kernel on the engine's threads.
 
 - prompt: a 33rd row's 121 new ids after 410 cached fed within the step (`last_only`), against the
   step without it followed by that row's own extend.
 - shared: every row's first 144 positions read from one copy (`SharedPrefix`), against each row's own;
   four caches in turn, so that each step's keys and values come from memory as an evaluation's do.
+- native: the step with both (the prompt and the shared prefix) as one native call, its products by the
+  BLAS's sgemm (`RowStep.batches`), against the TorchScript step (where there is sgemm).
 
-Prints best / median ms of each and whether the outputs agree (the shared prefix: bit for bit).
+Prints best / median ms of each and whether the outputs agree (the shared prefix: bit for bit; the native
+step within a few fp32 ulps).
 
 PYTHONPATH=engine python bench/prompt_steps.py [ATTENTION_THREADS [PRESETS [REPEATS]]]   e.g. 2 micro,tiny 100
 """
@@ -17,6 +20,7 @@ import os
 import statistics
 import sys
 import time
+from unittest import mock
 
 os.environ.setdefault("GOMP_SPINCOUNT", "10000")  # as `python -m coa_engine` sets it
 
@@ -27,6 +31,7 @@ allocator.tune_malloc()  # before torch allocates, as the engine does
 import torch  # noqa: E402
 
 from coa_engine import attention  # noqa: E402
+from coa_engine import model as model_module  # noqa: E402
 from coa_engine.blas import set_blas_threads  # noqa: E402
 from coa_engine.model import KVCache, SharedPrefix, Transformer, preset_config  # noqa: E402
 
@@ -105,6 +110,21 @@ def main() -> None:
             times = timed({"own": own, "shared": shared}, repeats)
             same = torch.equal(own(0), shared(0))
             line(preset, f"{ROWS} rows sharing {SHARED} positions", times, f"identical logits: {same}")
+            if weights.row_step() is None or not weights.row_step().batches:
+                print(f"{preset}: no native batched step here (fp32 with the system OpenBLAS's sgemm)")
+                continue
+            torchscript = mock.patch.object(model_module.DecodeWeights, "row_step", lambda self: None)
+
+            def both(i: int):
+                return step(i, prompt, with_prompt, [False] * ROWS + [True], shared=True)
+
+            def scripted(i: int):
+                with torchscript:
+                    return both(i)
+
+            times = timed({"TorchScript": scripted, "native": both}, repeats)
+            diff = (scripted(0) - both(0)).abs().max().item()
+            line(preset, "both, the step in TorchScript or native code", times, f"logits differ by {diff:.2g}")
 
 
 if __name__ == "__main__":

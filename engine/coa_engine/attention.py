@@ -124,7 +124,9 @@ def attention_kernel() -> ctypes.CDLL | None:
         ptr, ptr, ptr, ptr, ptr, ptr, *[i64] * 9, ptr, ptr, ptr, i64, ctypes.c_float, ctypes.c_int, ctypes.c_int
     ]
     lib.coa_row_step.restype = ctypes.c_int
-    lib.coa_row_step.argtypes = [ptr, i64, *[ptr] * 10, *[i64] * 9, ctypes.c_float, ptr, ctypes.c_int, ctypes.c_int]
+    lib.coa_row_step.argtypes = [
+        ptr, i64, *[ptr] * 12, *[i64] * 4, *[ptr] * 3, *[i64] * 6, ctypes.c_float, ptr, i64, ptr, *[ctypes.c_int] * 3
+    ]
     return lib
 
 

@@ -31,15 +31,27 @@ OPENMP_SPIN = 10_000
 
 
 @functools.lru_cache(maxsize=None)
-def openblas_pool() -> ctypes.CDLL | None:
-    """The system BLAS (what Debian's torch links) when it is OpenBLAS running its own pthreads pool
-    (`openblas_get_parallel() == 1`), else None."""
+def system_openblas() -> ctypes.CDLL | None:
+    """The system BLAS (what Debian's torch links) when it is OpenBLAS, else None."""
     try:
         blas = ctypes.CDLL("libblas.so.3")
-        parallel = blas.openblas_get_parallel()
+        blas.openblas_get_parallel  # noqa: B018 - the symbol only OpenBLAS has
     except (OSError, AttributeError):  # no system BLAS, or not OpenBLAS
         return None
-    return blas if parallel == 1 else None
+    return blas
+
+
+def openblas_pool() -> ctypes.CDLL | None:
+    """The system OpenBLAS when it runs its own pthreads pool (`openblas_get_parallel() == 1`), else None."""
+    blas = system_openblas()
+    return blas if blas is not None and blas.openblas_get_parallel() == 1 else None
+
+
+def sgemm() -> int | None:
+    """The address of the system OpenBLAS's `sgemm_` (Fortran's fp32 matrix product, what Debian's torch
+    multiplies fp32 matrices with on a CPU), for native code; None without it."""
+    blas = system_openblas()
+    return ctypes.cast(blas.sgemm_, ctypes.c_void_p).value if blas is not None else None
 
 
 def limit_openmp_spin(env: MutableMapping[str, str] | None = None, pool: Callable[[], object] = openblas_pool):

@@ -156,7 +156,8 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
 # (16: `micro` 2.1 against 2.9 ms, `tiny` 11.9 against 14.1), about even at 32; bf16 on a 16-core AMX
 # Xeon, whose TorchScript GEMMs run on AMX tiles, native faster at 4 rows (`tiny` 2.0 against 3.4 ms,
 # `small` about even), slower at 8 for `small` (22.3 against 16.0): 5, a lone row's drafted step (its id
-# and four drafted ones).
+# and four drafted ones). In fp32 with the system OpenBLAS's sgemm the native step takes any number of
+# ids (`RowStep.batches`, `row_step.GEMM_IDS`): the limit holds only without it.
 ROW_STEP_IDS = {torch.float32: 16, torch.bfloat16: 5}
 
 # Positions a cache allocates beyond what its rows hold, so that it grows once per this many decode
@@ -662,7 +663,7 @@ class Transformer(nn.Module):
         all layers rather than per layer. The step itself is `decode_tokens`, compiled by TorchScript; a
         step that feeds at most `ROW_STEP_IDS` ids (batch 1, a few rows, the last rows of a batch), where
         the fused attention runs, is one call of native code instead (`DecodeWeights.row_step`,
-        row_step.py).
+        row_step.py), and in fp32 with the BLAS's sgemm every step there.
         """
         single = ids.dim() == 1
         ids = ids.reshape(ids.shape[0], -1)
@@ -693,23 +694,25 @@ class Transformer(nn.Module):
         # Ids each row feeds: its own with the kernel, all T (padding included) on the batched path.
         rows_fed = fed if ends is not None else [t] * b
         # Positions whose logits are returned, of the sum(fed) a step yields (each row's, or its last).
-        select: Optional[torch.Tensor] = None
+        returned: Optional[List[int]] = None
         if last_only is not None and any(last_only):
             returned, first = [], 0
             for c, last in zip(fed, last_only):
                 returned.extend(range(first + c - 1, first + c) if last else range(first, first + c))
                 first += c
-            select = torch.tensor(returned, device=ids.device)
-        # Few ids to feed (holes feed none) beside the fused attention: the whole step in native code, if
-        # built (`ROW_STEP_IDS`).
-        step = w.row_step() if fused and sum(rows_fed) <= ROW_STEP_IDS.get(w.dtype, 0) else None
+        # Beside the fused attention the whole step in native code, if built: a step of few ids (holes feed
+        # none, `ROW_STEP_IDS`), or in fp32 with the BLAS's sgemm any step (`RowStep.batches`).
+        step = w.row_step() if fused else None
+        if step is not None and not (step.batches or sum(rows_fed) <= ROW_STEP_IDS.get(w.dtype, 0)):
+            step = None
         # On a GPU (decode weights there have graphs), where `ends` is always None.
         graphs = w.graph_steps() if ends is None and graphs_enabled() else None
-        # With `ends` the TorchScript step's flat positions are the rows' own: the selected ones alone meet
-        # the output matrix (a prompt's ~100 ids would cost it a hundred rows of logits), and the kernel
-        # reads the shared prefix; the other paths select after and read each row's own.
-        inside = ends is not None and step is None
-        kept, select = (select, None) if inside else (None, select)
+        # With `ends` the step's flat positions are the rows' own: the selected ones alone meet the output
+        # matrix (a prompt's ~100 ids would cost it a hundred rows of logits), and the kernel reads the
+        # shared prefix; the other paths select after and read each row's own.
+        inside = ends is not None
+        kept = torch.tensor(returned, device=ids.device) if inside and returned and step is None else None
+        select = torch.tensor(returned, device=ids.device) if returned and not inside else None
         sharing = inside and shared is not None and shared_rows is not None and any(shared_rows)
         common = (shared.keys, shared.values, shared_rows) if sharing else None
 
@@ -729,7 +732,8 @@ class Transformer(nn.Module):
             id_rows = ids.tolist()
             fed_ids = [id_rows[r][: rows_fed[r]] for r in feeding]
             starts = [ends[r] - rows_fed[r] for r in feeding]  # `ends`: each row's length after the step
-            logits = step(feeding, fed_ids, starts, cache.keys, cache.values)
+            prefix = (shared.keys, shared.values, [shared_rows[r] for r in feeding]) if common else None
+            logits = step(feeding, fed_ids, starts, cache.keys, cache.values, returned, prefix)
         elif graphs is not None:
             # Replayed from a CUDA graph (graph_step.py), recorded from `decode_tokens` itself: every row
             # feeds its T ids (as the batched path does) over the whole allocation, masked past each id's

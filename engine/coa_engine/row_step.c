@@ -9,6 +9,11 @@
  * rotation and SwiGLU in plain loops, and the attention by `coa_attend_rows` (attention.c) over each
  * row's own positions.
  *
+ * In fp32 a step of many ids (a batch's rows, their drafts, a prompt's new ids) runs here too, its
+ * projections by the BLAS's sgemm (as torch's matmul) instead of `gemv`: the TorchScript step spent about
+ * a quarter of such a step (`micro`, 33 rows feeding 221 ids) in its ~200 small ops and their dispatch
+ * (docs/engine.md, "The whole fp32 step in native code").
+ *
  * Arithmetic: that of `decode_tokens` (RMSNorm, rotary halves, softmax attention scaled by
  * 1/sqrt(head_dim), SwiGLU, residual adds, tied output) in its dtype. In fp32 with sums in another
  * order: logits agree to about 1e-5 (tested). In bf16 (`bf16` = 1: bf16 matrices and cache) as a bf16
@@ -33,6 +38,11 @@ int coa_attend_rows(const float *q, const void *keys, const void *values, float 
                     int64_t key_row, int64_t key_head, int64_t value_row, int64_t value_head, const void *shared_keys,
                     const void *shared_values, const int64_t *shared, int64_t shared_head, float scale, int threads,
                     int bf16);
+
+/* Fortran BLAS's sgemm (column-major), which torch 1.13 calls for an fp32 matrix product on a CPU where it
+ * links the system BLAS (Debian's: OpenBLAS). */
+typedef void (*sgemm_fn)(const char *, const char *, const int *, const int *, const int *, const float *,
+                         const float *, const int *, const float *, const int *, const float *, float *, const int *);
 
 /* Columns per block of a packed matrix: a block's accumulators fill 8 of AVX2's 16 registers. */
 #define BLOCK 64
@@ -67,6 +77,16 @@ INLINE void gemv(const float *x, int64_t count, const void *w, int64_t in, int64
   }
 }
 
+/* y = x w, or with `add` y += x w, for `count` inputs x [count, in] and w [in, out] (fp32, row-major) by
+ * the BLAS, called as torch's matmul calls it (y^T = w^T x^T in column-major terms): for many inputs,
+ * where `gemv` would read each block once per input and the BLAS's packed panels share every load. */
+static void gemm(sgemm_fn sgemm, const float *x, int64_t count, const float *w, int64_t in, int64_t out, float *y,
+                 const int add) {
+  const int m = (int)out, n = (int)count, k = (int)in;
+  const float one = 1.0f, beta = add ? 1.0f : 0.0f;
+  sgemm("N", "N", &m, &n, &k, &one, w, &m, x, &k, &beta, y, &m);
+}
+
 /* out = x / sqrt(mean(x^2) + eps) * weight, as model.py's `rms_norm`; with `bf16` rounded to bf16 (the
  * projection it feeds rounds its input so). */
 INLINE void rms_norm(const float *x, const float *weight, int64_t n, float eps, float *out, const int bf16) {
@@ -98,34 +118,71 @@ static void rotate(float *x, int64_t heads, int64_t d, const float *cos, const f
   }
 }
 
-/* What locates each row's ids: the cache rows they go to, how many each feeds and from which position. */
+/* What locates each row's ids: the cache rows they go to, how many each feeds and from which position, and
+ * how many of its first positions it reads from a shared prefix (NULL: none). */
 typedef struct {
   int64_t rows;
-  const int64_t *index, *counts, *starts;
+  const int64_t *index, *counts, *starts, *shared;
 } row_set;
 
+/* A prefix of positions that rows share (`coa_attend_rows`): per layer its [heads, positions, d] keys and
+ * values, heads `head` elements apart. */
+typedef struct {
+  const void *const *keys, *const *values;
+  int64_t head;
+} shared_prefix;
+
+/* How the projections run: each id's products by `gemv` over the packed matrices, or with `sgemm` (fp32)
+ * all ids' at once by the BLAS over the plain [in, out] ones (`plain`, in the packed ones' order). */
+typedef struct {
+  const void *const *packed;
+  const float *const *plain;
+  sgemm_fn sgemm;
+} projections;
+
+INLINE void project(const projections *p, int64_t m, const float *x, int64_t count, int64_t in, int64_t out, float *y,
+                    const int add, const int bf16) {
+  if (p->sgemm) {
+#pragma omp single
+    gemm(p->sgemm, x, count, p->plain[m], in, out, y, add);
+  } else {
+    gemv(x, count, p->packed[m], in, out, y, add, bf16);
+  }
+}
+
 /* The step, with the element type `bf16` a constant once inlined (`coa_row_step`). */
-INLINE int row_step(const int64_t *ids, const row_set *set, const float *embed, const void *const *mats,
+INLINE int row_step(const int64_t *ids, const row_set *set, const float *embed, const projections *mats,
                     const float *const *norms, const float *rope_cos, const float *rope_sin, void *const *keys,
                     void *const *values, int64_t key_row, int64_t key_head, int64_t value_row, int64_t value_head,
-                    int64_t layers, int64_t dim, int64_t heads, int64_t hidden, int64_t vocab, float eps,
-                    float *logits, int threads, const int bf16) {
+                    const shared_prefix *prefix, int64_t layers, int64_t dim, int64_t heads, int64_t hidden,
+                    int64_t vocab, float eps, const int64_t *select, int64_t selected, float *logits, int threads,
+                    int attention_threads, const int bf16) {
   const int64_t d = dim / heads, half = d / 2;
   const int shift = bf16 ? 1 : 2; /* bytes per cache element: 1 << shift */
   int64_t T = 0;
   for (int64_t r = 0; r < set->rows; r++) T += set->counts[r];
+  /* With the BLAS, the attention is one call for all rows: its arguments over the cache's rows up to the
+   * last that feeds (those that do not: no queries, no positions). */
+  const int64_t span = mats->sgemm ? set->index[set->rows - 1] + 1 : 0;
   /* Per id: the stream x, its norm, q k v, the attention's output (also per head: `by_head`), the gate
    * and up projections, and SwiGLU's product of them; then per id its position and its row's offsets
-   * in the cache, and per row its first id and its positions after the step. */
+   * in the cache, per row its first id and its positions after the step, and the one call's arguments. */
   float *buffer = malloc(sizeof(float) * (size_t)(T * (dim + dim + 3 * dim + dim + dim + 2 * hidden + hidden)));
-  int64_t *where = malloc(sizeof(int64_t) * (size_t)(3 * T + 2 * set->rows));
+  int64_t *where = malloc(sizeof(int64_t) * (size_t)(3 * T + 2 * set->rows + 3 * span + 1));
   if (!buffer || !where) return free(buffer), free(where), -1;
   float *x = buffer, *normed = x + T * dim, *qkv = normed + T * dim, *attended = qkv + T * 3 * dim;
   float *by_head = attended + T * dim, *gate_up = by_head + T * dim, *swiglu = gate_up + T * 2 * hidden;
   int64_t *position = where, *key_at = position + T, *value_at = key_at + T, *first = value_at + T, *end = first + set->rows;
+  int64_t *all_ends = end + set->rows, *all_counts = all_ends + span, *all_shared = all_counts + span;
+  memset(all_ends, 0, sizeof(int64_t) * (size_t)(3 * span));
   for (int64_t r = 0, t = 0; r < set->rows; r++) {
     first[r] = t;
     end[r] = set->starts[r] + set->counts[r];
+    if (span) {
+      all_ends[set->index[r]] = end[r];
+      all_counts[set->index[r]] = set->counts[r];
+      all_shared[set->index[r]] = set->shared ? set->shared[r] : 0;
+    }
     for (int64_t j = 0; j < set->counts[r]; j++, t++) {
       position[t] = set->starts[r] + j;
       key_at[t] = set->index[r] * key_row;
@@ -133,14 +190,17 @@ INLINE int row_step(const int64_t *ids, const row_set *set, const float *embed, 
     }
   }
   for (int64_t t = 0; t < T; t++) memcpy(x + t * dim, embed + ids[t] * dim, sizeof(float) * (size_t)dim);
+  const float scale = 1.0f / sqrtf((float)d);
   int failed = 0;
-#pragma omp parallel num_threads(threads) if (threads > 1)
+  /* With the BLAS no region of our own: its products run on its pool, the attention on its threads. */
+#pragma omp parallel num_threads(threads) if (threads > 1 && !mats->sgemm)
   for (int64_t l = 0; l < layers; l++) {
-    const void *const *m = mats + 4 * l;
     char *layer_keys = keys[l], *layer_values = values[l];
+    const char *layer_shared_keys = set->shared ? prefix->keys[l] : NULL;
+    const char *layer_shared_values = set->shared ? prefix->values[l] : NULL;
 #pragma omp single
     for (int64_t t = 0; t < T; t++) rms_norm(x + t * dim, norms[2 * l], dim, eps, normed + t * dim, bf16);
-    gemv(normed, T, m[0], dim, 3 * dim, qkv, 0, bf16);
+    project(mats, 4 * l, normed, T, dim, 3 * dim, qkv, 0, bf16);
 #pragma omp single
     for (int64_t t = 0; t < T; t++) {
       float *row = qkv + t * 3 * dim;
@@ -154,64 +214,88 @@ INLINE int row_step(const int64_t *ids, const row_set *set, const float *embed, 
         store(layer_values, value_at[t] + h * value_head + position[t] * d, row + 2 * dim + h * d, d, bf16);
       }
     }
-    /* Each row and head: its ids' queries (3 dim apart) into by_head [heads, T, d], then into attended
-     * [T, dim]. */
-#pragma omp for schedule(static)
-    for (int64_t job = 0; job < set->rows * heads; job++) {
-      const int64_t r = job / heads, h = job % heads, t = first[r];
-      if (coa_attend_rows(qkv + t * 3 * dim + h * d, layer_keys + ((key_at[t] + h * key_head) << shift),
-                          layer_values + ((value_at[t] + h * value_head) << shift), by_head + (h * T + t) * d,
-                          end + r, set->counts + r, 1, 1, d, 3 * dim, d, 0, key_head, 0, value_head, NULL, NULL,
-                          NULL, 0, 1.0f / sqrtf((float)d), 1, bf16))
+    if (span) {
+      /* Every row and head in one call, straight into attended [T, heads, d]. */
+      if (coa_attend_rows(qkv, layer_keys, layer_values, attended, all_ends, all_counts, span, heads, d, 3 * dim, d,
+                          key_row, key_head, value_row, value_head, layer_shared_keys, layer_shared_values,
+                          set->shared ? all_shared : NULL, prefix->head, scale, attention_threads, bf16))
         failed = 1;
-    }
+    } else {
+      /* Each row and head: its ids' queries (3 dim apart) into by_head [heads, T, d], then into attended
+       * [T, dim]. */
+#pragma omp for schedule(static)
+      for (int64_t job = 0; job < set->rows * heads; job++) {
+        const int64_t r = job / heads, h = job % heads, t = first[r];
+        const int64_t s = set->shared ? set->shared[r] : 0;
+        if (coa_attend_rows(qkv + t * 3 * dim + h * d, layer_keys + ((key_at[t] + h * key_head) << shift),
+                            layer_values + ((value_at[t] + h * value_head) << shift), by_head + (h * T + t) * d,
+                            end + r, set->counts + r, 1, 1, d, 3 * dim, d, 0, key_head, 0, value_head,
+                            s ? layer_shared_keys + ((h * prefix->head) << shift) : NULL,
+                            s ? layer_shared_values + ((h * prefix->head) << shift) : NULL, s ? &s : NULL, 0, scale,
+                            1, bf16))
+          failed = 1;
+      }
 #pragma omp single
-    for (int64_t h = 0; h < heads; h++)
-      for (int64_t t = 0; t < T; t++)
-        for (int64_t c = 0; c < d; c++) {
-          const float y = by_head[(h * T + t) * d + c];
-          attended[t * dim + h * d + c] = bf16 ? round1_bf16(y) : y;
-        }
-    gemv(attended, T, m[1], dim, dim, x, 1, bf16);
+      for (int64_t h = 0; h < heads; h++)
+        for (int64_t t = 0; t < T; t++)
+          for (int64_t c = 0; c < d; c++) {
+            const float y = by_head[(h * T + t) * d + c];
+            attended[t * dim + h * d + c] = bf16 ? round1_bf16(y) : y;
+          }
+    }
+    project(mats, 4 * l + 1, attended, T, dim, dim, x, 1, bf16);
 #pragma omp single
     for (int64_t t = 0; t < T; t++) rms_norm(x + t * dim, norms[2 * l + 1], dim, eps, normed + t * dim, bf16);
-    gemv(normed, T, m[2], dim, 2 * hidden, gate_up, 0, bf16);
+    project(mats, 4 * l + 2, normed, T, dim, 2 * hidden, gate_up, 0, bf16);
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < T * hidden; i++) {
       const float *row = gate_up + (i / hidden) * 2 * hidden;
       const float g = row[i % hidden], up = row[hidden + i % hidden];
       swiglu[i] = bf16 ? round1_bf16(round1_bf16(g / (1.0f + expf(-g))) * up) : g / (1.0f + expf(-g)) * up;
     }
-    gemv(swiglu, T, m[3], hidden, dim, x, 1, bf16);
+    project(mats, 4 * l + 3, swiglu, T, hidden, dim, x, 1, bf16);
   }
-  for (int64_t t = 0; t < T; t++) rms_norm(x + t * dim, norms[2 * layers], dim, eps, normed + t * dim, bf16);
-#pragma omp parallel num_threads(threads) if (threads > 1)
-  gemv(normed, T, mats[4 * layers], dim, vocab, logits, 0, bf16);
+  /* Only the selected ids' logits (all without `select`): the last norm and the output matrix for them. */
+  const int64_t S = select ? selected : T;
+  for (int64_t i = 0; i < S; i++)
+    rms_norm(x + (select ? select[i] : i) * dim, norms[2 * layers], dim, eps, normed + i * dim, bf16);
+#pragma omp parallel num_threads(threads) if (threads > 1 && !mats->sgemm)
+  project(mats, 4 * layers, normed, S, dim, vocab, logits, 0, bf16);
   free(buffer);
   free(where);
   return failed ? -1 : 0;
 }
 
-/* The step of a few rows: row r (cache row index[r]) feeds counts[r] ids (its next id, and with a
- * speculative step its draft) from position starts[r] on, the rows' ids one after another in `ids`;
- * their keys and values are written there, each id attending to its row's positions before it and
- * itself; logits [sum(counts), vocab] out (fp32; bf16 values with `bf16`). `mats`: per layer its qkv
- * [dim, 3 dim], out [dim, dim], gate_up [dim, 2 hidden] and down [hidden, dim] matrices, then the output
- * [dim, vocab], each packed (`gemv`), fp32 or with `bf16` bf16; `norms`: per layer its attention's and
- * feed-forward's weights, then the last (fp32); `embed` [vocab, dim] and `rope_cos`, `rope_sin`
- * [positions, head_dim / 2] fp32; `keys[l]`, `values[l]`: layer l's [rows, heads, positions, head_dim],
- * fp32 or with `bf16` bf16, rows and heads the given numbers of elements apart. Returns 0, or -1 if a
- * buffer could not be allocated. */
+/* The step of rows feeding a few ids or, with `sgemm` (fp32), any number: row r (cache row index[r],
+ * ascending) feeds counts[r] ids (its next id, a speculative step's draft after it, or a prompt's new ids)
+ * from position starts[r] on, the rows' ids one after another in `ids`; their keys and values are written
+ * there, each id attending to its row's positions before it and itself; logits [selected, vocab] of the
+ * ids at the flat positions `select` (NULL: all, sum(counts)) out (fp32; bf16 values with `bf16`).
+ * `packed`: per layer its qkv [dim, 3 dim], out [dim, dim], gate_up [dim, 2 hidden] and down [hidden,
+ * dim] matrices, then the output [dim, vocab], each packed (`gemv`), fp32 or with `bf16` bf16; with
+ * `sgemm` (NULL: `gemv`), `plain`: the same matrices [in, out] fp32, row-major; `norms`: per layer its
+ * attention's and feed-forward's weights, then the last (fp32); `embed` [vocab, dim] and `rope_cos`,
+ * `rope_sin` [positions, head_dim / 2] fp32; `keys[l]`, `values[l]`: layer l's [rows, heads, positions,
+ * head_dim], fp32 or with `bf16` bf16, rows and heads the given numbers of elements apart. With `shared`
+ * (else NULL), row r reads its first shared[r] positions from `shared_keys[l]` and `shared_values[l]`
+ * (`coa_attend_rows`). `threads`: the step's own (with `gemv`), `attention_threads`: the attention's
+ * (with `sgemm`). Returns 0, or -1 if a buffer could not be allocated. */
 int coa_row_step(const int64_t *ids, int64_t rows, const int64_t *index, const int64_t *counts,
-                 const int64_t *starts, const float *embed, const void *const *mats, const float *const *norms,
-                 const float *rope_cos, const float *rope_sin, void *const *keys, void *const *values,
-                 int64_t key_row, int64_t key_head, int64_t value_row, int64_t value_head, int64_t layers,
-                 int64_t dim, int64_t heads, int64_t hidden, int64_t vocab, float eps, float *logits, int threads,
-                 int bf16) {
-  const row_set set = {rows, index, counts, starts};
+                 const int64_t *starts, const float *embed, const void *const *packed, const float *const *plain,
+                 sgemm_fn sgemm, const float *const *norms, const float *rope_cos, const float *rope_sin,
+                 void *const *keys, void *const *values, int64_t key_row, int64_t key_head, int64_t value_row,
+                 int64_t value_head, const void *const *shared_keys, const void *const *shared_values,
+                 const int64_t *shared, int64_t shared_head, int64_t layers, int64_t dim, int64_t heads,
+                 int64_t hidden, int64_t vocab, float eps, const int64_t *select, int64_t selected, float *logits,
+                 int threads, int attention_threads, int bf16) {
+  const row_set set = {rows, index, counts, starts, shared};
+  const shared_prefix prefix = {shared_keys, shared_values, shared_head};
+  const projections mats = {packed, plain, bf16 ? NULL : sgemm};
   if (bf16)
-    return row_step(ids, &set, embed, mats, norms, rope_cos, rope_sin, keys, values, key_row, key_head, value_row,
-                    value_head, layers, dim, heads, hidden, vocab, eps, logits, threads, 1);
-  return row_step(ids, &set, embed, mats, norms, rope_cos, rope_sin, keys, values, key_row, key_head, value_row,
-                  value_head, layers, dim, heads, hidden, vocab, eps, logits, threads, 0);
+    return row_step(ids, &set, embed, &mats, norms, rope_cos, rope_sin, keys, values, key_row, key_head, value_row,
+                    value_head, &prefix, layers, dim, heads, hidden, vocab, eps, select, selected, logits, threads,
+                    attention_threads, 1);
+  return row_step(ids, &set, embed, &mats, norms, rope_cos, rope_sin, keys, values, key_row, key_head, value_row,
+                  value_head, &prefix, layers, dim, heads, hidden, vocab, eps, select, selected, logits, threads,
+                  attention_threads, 0);
 }

@@ -1,11 +1,14 @@
 """A decode step of a few rows (each its next id, or a speculative step's last id and draft) on a CPU, in
 fp32 or bf16, as one call of the engine's native code (row_step.c, built with attention.c by
-`attention.build`).
+`attention.build`), and in fp32 where torch's BLAS is the system OpenBLAS any step beside the fused
+attention, its projections by that BLAS's sgemm.
 
 Batch-1 decoding (a lone request, an agent's turn while nothing else runs) was bound by dispatch, not
 by reading the weights: a `tiny` step took 2.2-2.8 ms through TorchScript on a 2-core AVX2 EPYC, of
 which reading 17 MB of weights needs about 1 (docs/engine.md). `Transformer.decode` takes this path for
-a step that feeds at most `model.ROW_STEP_IDS` ids wherever the fused attention runs; every other step,
+a step that feeds at most `model.ROW_STEP_IDS` ids wherever the fused attention runs, and with sgemm
+(`RowStep.batches`) every fp32 step there: the TorchScript step's ~200 small ops cost about a quarter of
+an evaluation's batched step (docs/engine.md, "The whole fp32 step in native code"). Every other step,
 and GPUs, run `decode_tokens`.
 """
 
@@ -16,10 +19,15 @@ import ctypes
 import torch
 import torch.nn.functional as F
 
-from . import attention
+from . import attention, blas
 
 # Columns per block of a packed matrix (BLOCK in row_step.c).
 BLOCK = 64
+
+# Ids from which a step's projections run through sgemm rather than `gemv` (where there is sgemm): each id
+# multiplies by every packed block once more from the core's L2, where the BLAS's panels share each
+# load among all ids.
+GEMM_IDS = 16
 
 
 def packed(weight: torch.Tensor) -> torch.Tensor:
@@ -58,25 +66,48 @@ class RowStep:
             self.tensors = [t.detach().contiguous() for t in (*norms, embed, *rope)]
         self.norms, (self.embed, self.cos, self.sin) = self.tensors[: len(norms)], self.tensors[len(norms) :]
         self._matrices, self._norms = pointers(self.matrices), pointers(self.norms)
+        # Steps of any number of ids: the same matrices unpacked, for sgemm (fp32; the decode layout's
+        # own tensors, not copies).
+        self._sgemm = blas.sgemm() if self.dtype == torch.float32 else None
+        self.plain = [w for ws in layers for w in ws] + [output] if self._sgemm else []
+        self._plain = pointers(self.plain) if self._sgemm else None
         self.layers, self.heads, self.eps = len(layers), heads, eps
         self.dim, self.vocab = int(embed.shape[1]), int(embed.shape[0])
         self.hidden = int(layers[0][3].shape[0])  # down: [hidden, dim]
 
+    @property
+    def batches(self) -> bool:
+        """Whether this step takes any number of ids (fp32 with sgemm), not only a few."""
+        return self._sgemm is not None
+
     # Threads: generation's (torch's count on the model thread, `--generation-threads`), not all of the
     # fused attention's: an OpenMP step whose second thread shares a core with the client waits for it
     # at every barrier (a `tiny` step with one core kept busy, 2 threads: median 4.8-5.8 ms, worse than
-    # TorchScript; 1 thread: 1.7-2.2 ms; docs/engine.md).
+    # TorchScript; 1 thread: 1.7-2.2 ms; docs/engine.md). With sgemm the products run on the BLAS's pool
+    # (sized to generation's, `blas.set_blas_threads`) and the attention on the fused attention's threads,
+    # whose calls of 16 MiB or more a batch reaches.
     def __call__(
-        self, rows: list[int], ids: list[list[int]], starts: list[int], keys: list[torch.Tensor], values: list[torch.Tensor]
+        self,
+        rows: list[int],
+        ids: list[list[int]],
+        starts: list[int],
+        keys: list[torch.Tensor],
+        values: list[torch.Tensor],
+        select: list[int] | None = None,
+        shared: tuple[list[torch.Tensor], list[torch.Tensor], list[int]] | None = None,
     ) -> torch.Tensor:
         """Logits [sum of len(ids[i]), vocab], row after row, of cache row rows[i] feeding ids[i] from
-        position starts[i] on (one new id, or a speculative step's last id and its draft), in a cache
-        whose layers' keys and values are `keys` and `values` ([rows, heads, positions, head_dim] in the
-        step's dtype, each head's positions contiguous, every layer laid out alike: `KVCache`); the ids'
-        keys and values are written there and each row's positions before them read. Logits in the
-        step's dtype."""
+        position starts[i] on (one new id, a speculative step's last id and its draft, or a prompt's new
+        ids), in a cache whose layers' keys and values are `keys` and `values` ([rows, heads, positions,
+        head_dim] in the step's dtype, each head's positions contiguous, every layer laid out alike:
+        `KVCache`); the ids' keys and values are written there and each row's positions before them read.
+        With `select`, only the logits of those flat positions (of the sum of len(ids[i])), in its order.
+        With `shared` (per layer the keys and values of a prefix [heads, positions, head_dim], and per
+        row the positions it reads there: `SharedPrefix`), row i's first shared[2][i] positions come from
+        there. Logits in the step's dtype."""
         d = self.dim // self.heads
         end = min(self.cos.shape[0], keys[0].shape[2], values[0].shape[2])
+        flat = [i for ids_ in ids for i in ids_]
         fits = (
             len(rows) == len(ids) == len(starts) >= 1
             and all(kv.stride(3) == 1 and kv.stride(2) == d for kv in (keys[0], values[0]))
@@ -85,21 +116,44 @@ class RowStep:
             and 0 <= rows[0]
             and rows[-1] < min(keys[0].shape[0], values[0].shape[0])
             and all(ids_ and 0 <= start and start + len(ids_) <= end for ids_, start in zip(ids, starts))
-            and all(0 <= i < self.vocab for ids_ in ids for i in ids_)
+            and all(0 <= i < self.vocab for i in flat)
+            and (select is None or (select and all(0 <= i < len(flat) for i in select)))
+            and (shared is None or self._fits_shared(shared, keys[0], starts))
         )
         if not fits:
             where = f"rows {rows} feeding {ids} from positions {starts} of a {keys[0].dtype} cache"
             raise ValueError(f"row step: {where} do not fit the model ({self.dtype}) or the cache")
-        flat = [i for ids_ in ids for i in ids_]
         longs = ctypes.c_int64 * len(rows)
-        logits = torch.empty((len(flat), self.vocab))
+        logits = torch.empty((len(flat) if select is None else len(select), self.vocab))
+        prefix = (pointers(shared[0]), pointers(shared[1]), longs(*shared[2]), shared[0][0].stride(0)) if shared else (None, None, None, 0)  # fmt: skip
         status = attention.attention_kernel().coa_row_step(
             (ctypes.c_int64 * len(flat))(*flat), len(rows), longs(*rows), longs(*map(len, ids)), longs(*starts),
-            self.embed.data_ptr(), self._matrices, self._norms, self.cos.data_ptr(), self.sin.data_ptr(),
-            pointers(keys), pointers(values), keys[0].stride(0), keys[0].stride(1), values[0].stride(0),
-            values[0].stride(1), self.layers, self.dim, self.heads, self.hidden, self.vocab, self.eps,
-            logits.data_ptr(), torch.get_num_threads(), int(self.dtype == torch.bfloat16),
+            self.embed.data_ptr(), self._matrices, self._plain, self._sgemm if len(flat) >= GEMM_IDS else None, self._norms, self.cos.data_ptr(),
+            self.sin.data_ptr(), pointers(keys), pointers(values), keys[0].stride(0), keys[0].stride(1),
+            values[0].stride(0), values[0].stride(1), *prefix, self.layers, self.dim, self.heads, self.hidden,
+            self.vocab, self.eps, (ctypes.c_int64 * len(select))(*select) if select else None,
+            len(select) if select else 0, logits.data_ptr(), torch.get_num_threads(), attention.kernel_threads(),
+            int(self.dtype == torch.bfloat16),
         )  # fmt: skip
         if status != 0:
             raise MemoryError("the native decode step could not allocate its buffers")
         return logits.to(self.dtype)  # bf16 values already: exact
+
+    def _fits_shared(self, shared, keys: torch.Tensor, starts: list[int]) -> bool:
+        """Whether a shared prefix fits the cache and rows as the kernel reads it (`attention.attend_rows`)."""
+        sk, sv, counts = shared
+        heads, d = keys.shape[1], keys.shape[3]
+        return (
+            len(sk) == len(sv) == self.layers
+            and len(counts) == len(starts)
+            and all(
+                k.dtype == v.dtype == keys.dtype
+                and k.shape == v.shape == (heads, k.shape[1], d)
+                and k.stride() == v.stride() == (k.shape[1] * d, d, 1)
+                for k, v in zip(sk, sv)
+            )
+            and all(
+                0 <= s <= min(sk[0].shape[1], start) and s % attention.SHARED_BLOCK == 0
+                for s, start in zip(counts, starts)
+            )
+        )

@@ -156,8 +156,8 @@ class DotProductsTest(unittest.TestCase):
 
 
 def torchscript_only():
-    """Every decode step through the TorchScript step, not the native one that few ids would take."""
-    return mock.patch.dict(model_module.ROW_STEP_IDS, dict.fromkeys(model_module.ROW_STEP_IDS, 0))
+    """Every decode step through the TorchScript step, not the native one (test_row_step)."""
+    return mock.patch.object(model_module.DecodeWeights, "row_step", lambda self: None)
 
 
 class CompiledDecodeTest(unittest.TestCase):
@@ -276,8 +276,8 @@ class DecodeMaskTest(unittest.TestCase):
 class FinishedRowsTest(unittest.TestCase):
     def test_a_prompt_fed_within_a_step_gets_its_last_logits_only(self):
         """A step where two rows feed one and three ids and a third a prompt's new ids (`last_only`, as
-        the sampler feeds a prefix-cache hit within a step; 20 ids through the TorchScript step, 5
-        through the native one): the rows' logits, then the prompt's last, equal those of the step
+        the sampler feeds a prefix-cache hit within a step; 20 ids through the native step's sgemm in
+        fp32 where there is one, else TorchScript, 5 through its `gemv`): the rows' logits, then the prompt's last, equal those of the step
         returning every position, the cache alike, and the prompt's last logits those of its extend
         from the same prefix (fp32 to the last bits; bf16 within a few of its steps, sums in another
         order). With the fused kernel the step reaches only each row's own positions (`reserve`): the

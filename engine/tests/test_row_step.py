@@ -7,9 +7,9 @@ from unittest import mock
 
 import torch
 
-from coa_engine import attention
+from coa_engine import attention, blas, row_step
 from coa_engine import model as model_module
-from coa_engine.model import KVCache, ModelConfig, Transformer
+from coa_engine.model import KVCache, ModelConfig, SharedPrefix, Transformer
 from coa_engine.precision import autocast
 from coa_engine.row_step import BLOCK, RowStep, packed
 
@@ -138,7 +138,7 @@ class RowStepTest(unittest.TestCase):
 
         class Recorder:
             def coa_row_step(self, *args):
-                calls.append(args[-2])
+                calls.append(args[-3])
                 return real.coa_row_step(*args)
 
             def __getattr__(self, name):
@@ -212,10 +212,76 @@ class RowStepTest(unittest.TestCase):
                     model(torch.tensor([[1, 40, 41]] * rows), cache)
                     calls.clear()
                     model.decode(torch.full((rows, t), 50), cache)
-                    limit = most if dtype == "fp32" else most_bf16
+                    # fp32 with the system OpenBLAS's sgemm: any number of ids (`RowStep.batches`).
+                    limit = (1 << 20 if blas.sgemm() else most) if dtype == "fp32" else most_bf16
                     self.assertEqual(len(calls), int(rows * t <= limit and dtype_of(cache_dtype) == dtype))
             with mock.patch.object(attention, "attention_kernel", lambda: None), autocast("fp32"):
                 self.assertIsNone(model_module.DecodeWeights(model, torch.float32, None).row_step())
+
+    @unittest.skipIf(blas.sgemm() is None, "torch's BLAS here is not the system OpenBLAS: no batched native step")
+    def test_a_batch_of_many_ids_matches_the_torchscript_step(self):
+        """A batch's step in fp32 (`RowStep.batches`): rows feeding one id, a draft, a prompt's 30 new ids
+        (its last logits only) and none (a hole), reading a shared prefix, in one native call whose
+        projections run through sgemm: the logits and keys of the TorchScript step (sums in another
+        order: within 1e-5; measured here 4.8e-7), the same through `gemv` (`GEMM_IDS`), and bit for bit
+        what each row reads from its own positions (the shared prefix holds their bits; their own are
+        spoiled where the copy is read)."""
+        model = micro_model(seed=19)
+        base = [1, *range(20, 89)]  # 70 ids, 64 positions of them shared
+        prompts = [[*base, 100, 101], [*base[:66], 5], [1, 7, 8], [*base, 102]]
+        counts, last_only = [1, 4, 0, 30], [False, False, False, True]
+        width = max(map(len, prompts))
+        padded = torch.tensor([p + [0] * (width - len(p)) for p in prompts])
+        step_ids = torch.tensor([[40 + r + j for j in range(30)] for r in range(4)])
+        outs = []
+        for path in ("native", "torchscript", "gemv", "own positions"):
+            cache = KVCache.empty(model.config, 4, 128, torch.float32, holding=width)
+            calls = []
+            real = RowStep.__call__
+            spy = mock.patch.object(RowStep, "__call__", lambda *a, **k: calls.append(1) or real(*a, **k))
+            scripted = torch_step() if path == "torchscript" else mock.MagicMock()
+            gemv = mock.patch.object(row_step, "GEMM_IDS", 1 << 20) if path == "gemv" else mock.MagicMock()
+            with torch.no_grad(), autocast("fp32"), spy, scripted, gemv:
+                model(padded, cache, torch.tensor([len(p) for p in prompts]))
+                shared = SharedPrefix.of_row(cache, 0, base)
+                self.assertEqual([shared.adopt(cache, r, prompts[r]) for r in (1, 3)], [64, 64])
+                reading = [0, 0, 0, 0] if path == "own positions" else [64, 64, 0, 64]
+                if any(reading):  # the rows' own copies spoiled: what they read comes from the shared one
+                    for kv in (*cache.keys, *cache.values):
+                        kv[[0, 1, 3], :, :64] = float("nan")
+                logits = model.decode(step_ids, cache, counts=counts, last_only=last_only, shared=shared, shared_rows=reading)
+            self.assertEqual(len(calls), int(path != "torchscript"))
+            outs.append((logits, cache))
+        (native, ours), (scripted, theirs), (gemv, _), (own, _) = outs
+        self.assertEqual(native.shape, (1 + 4 + 1, model.config.vocab_size))
+        self.assertEqual(ours.lens.tolist(), [73, 71, 3, 101])
+        torch.testing.assert_close(native, scripted, rtol=0, atol=1e-5)
+        torch.testing.assert_close(native, gemv, rtol=0, atol=1e-5)
+        self.assertTrue(torch.equal(native, own))
+        for k, k2 in zip((*ours.keys, *ours.values), (*theirs.keys, *theirs.values)):
+            for r, n in enumerate(ours.lens.tolist()):
+                first = 0 if r == 2 else 64
+                torch.testing.assert_close(k[r, :, first:n], k2[r, :, first:n], rtol=0, atol=KEYS_ATOL)
+
+    def test_a_selection_or_shared_prefix_that_does_not_fit_is_refused(self):
+        model = micro_model(seed=20)
+        with torch.no_grad(), autocast("fp32"):
+            step = model.decode_weights().row_step()
+            cache = KVCache.empty(model.config, 2, 48, torch.float32)
+            cache.lens = torch.tensor([40, 20])
+            keys, values = cache.row(0, 32)
+            step([0, 1], [[5], [6, 7]], [40, 20], cache.keys, cache.values, [0, 2], (keys, values, [32, 16]))  # fits
+            for select, shared in (
+                ([3], None), ([-1], None), ([], None),
+                (None, (keys, values, [32])),  # a count per row
+                (None, (keys, values, [48, 0])),  # more than the copy holds
+                (None, (keys, values, [32, 32])),  # more than row 1 holds before its ids
+                (None, (keys, values, [8, 0])),  # not whole blocks
+                (None, (keys[:1], values[:1], [16, 0])),  # a layer short
+                (None, ([k.bfloat16() for k in keys], values, [16, 0])),
+            ):
+                with self.subTest(select=select, shared=shared and shared[2]), self.assertRaises(ValueError):
+                    step([0, 1], [[5], [6, 7]], [40, 20], cache.keys, cache.values, select, shared)
 
     def test_packed_blocks(self):
         w = torch.arange(3 * 70, dtype=torch.float32).view(3, 70)
