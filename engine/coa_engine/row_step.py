@@ -125,14 +125,17 @@ class RowStep:
             raise ValueError(f"row step: {where} do not fit the model ({self.dtype}) or the cache")
         longs = ctypes.c_int64 * len(rows)
         logits = torch.empty((len(flat) if select is None else len(select), self.vocab))
-        prefix = (pointers(shared[0]), pointers(shared[1]), longs(*shared[2]), shared[0][0].stride(0)) if shared else (None, None, None, 0)  # fmt: skip
+        sgemm = self._sgemm if len(flat) >= GEMM_IDS else None
+        prefix = (None, None, None, 0)
+        if shared is not None:
+            prefix = (pointers(shared[0]), pointers(shared[1]), longs(*shared[2]), shared[0][0].stride(0))
+        chosen = (None, 0) if select is None else ((ctypes.c_int64 * len(select))(*select), len(select))
         status = attention.attention_kernel().coa_row_step(
             (ctypes.c_int64 * len(flat))(*flat), len(rows), longs(*rows), longs(*map(len, ids)), longs(*starts),
-            self.embed.data_ptr(), self._matrices, self._plain, self._sgemm if len(flat) >= GEMM_IDS else None, self._norms, self.cos.data_ptr(),
+            self.embed.data_ptr(), self._matrices, self._plain, sgemm, self._norms, self.cos.data_ptr(),
             self.sin.data_ptr(), pointers(keys), pointers(values), keys[0].stride(0), keys[0].stride(1),
             values[0].stride(0), values[0].stride(1), *prefix, self.layers, self.dim, self.heads, self.hidden,
-            self.vocab, self.eps, (ctypes.c_int64 * len(select))(*select) if select else None,
-            len(select) if select else 0, logits.data_ptr(), torch.get_num_threads(), attention.kernel_threads(),
+            self.vocab, self.eps, *chosen, logits.data_ptr(), torch.get_num_threads(), attention.kernel_threads(),
             int(self.dtype == torch.bfloat16),
         )  # fmt: skip
         if status != 0:
@@ -140,20 +143,17 @@ class RowStep:
         return logits.to(self.dtype)  # bf16 values already: exact
 
     def _fits_shared(self, shared, keys: torch.Tensor, starts: list[int]) -> bool:
-        """Whether a shared prefix fits the cache and rows as the kernel reads it (`attention.attend_rows`)."""
+        """Whether a shared prefix fits the cache and rows as the kernel reads it (`attention.attend_rows`):
+        every layer's keys and values [heads, positions, head_dim], contiguous, of one shape (the kernel
+        takes one head stride for all), and each row's count whole blocks within what it held before."""
         sk, sv, counts = shared
-        heads, d = keys.shape[1], keys.shape[3]
-        return (
-            len(sk) == len(sv) == self.layers
-            and len(counts) == len(starts)
-            and all(
-                k.dtype == v.dtype == keys.dtype
-                and k.shape == v.shape == (heads, k.shape[1], d)
-                and k.stride() == v.stride() == (k.shape[1] * d, d, 1)
-                for k, v in zip(sk, sv)
-            )
-            and all(
-                0 <= s <= min(sk[0].shape[1], start) and s % attention.SHARED_BLOCK == 0
-                for s, start in zip(counts, starts)
-            )
+        if not (len(sk) == len(sv) == self.layers and len(counts) == len(starts)):
+            return False
+        positions = sk[0].shape[1]
+        shape, strides = (keys.shape[1], positions, keys.shape[3]), (positions * keys.shape[3], keys.shape[3], 1)
+        return all(
+            k.dtype == v.dtype == keys.dtype and k.shape == v.shape == shape and k.stride() == v.stride() == strides
+            for k, v in zip(sk, sv)
+        ) and all(
+            0 <= s <= min(positions, start) and s % attention.SHARED_BLOCK == 0 for s, start in zip(counts, starts)
         )

@@ -249,7 +249,8 @@ class RowStepTest(unittest.TestCase):
                 if any(reading):  # the rows' own copies spoiled: what they read comes from the shared one
                     for kv in (*cache.keys, *cache.values):
                         kv[[0, 1, 3], :, :64] = float("nan")
-                logits = model.decode(step_ids, cache, counts=counts, last_only=last_only, shared=shared, shared_rows=reading)
+                logits = model.decode(step_ids, cache, counts=counts, last_only=last_only, shared=shared,
+                                      shared_rows=reading)  # fmt: skip
             self.assertEqual(len(calls), int(path != "torchscript"))
             outs.append((logits, cache))
         (native, ours), (scripted, theirs), (gemv, _), (own, _) = outs
@@ -278,6 +279,7 @@ class RowStepTest(unittest.TestCase):
                 (None, (keys, values, [32, 32])),  # more than row 1 holds before its ids
                 (None, (keys, values, [8, 0])),  # not whole blocks
                 (None, (keys[:1], values[:1], [16, 0])),  # a layer short
+                (None, ([keys[0], keys[1][:, :16]], [values[0], values[1][:, :16]], [16, 0])),  # layers unlike
                 (None, ([k.bfloat16() for k in keys], values, [16, 0])),
             ):
                 with self.subTest(select=select, shared=shared and shared[2]), self.assertRaises(ValueError):
