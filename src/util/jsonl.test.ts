@@ -20,6 +20,14 @@ describe("JSONL with torn writes", () => {
     await appendJsonl(file, { n: 4 });
     expect(await readFile(file, "utf8")).toBe('{"n":1}\n{"n":"x"}\n{"n":4}\n');
   });
+  it("makes the folders an append needs, and passes other failures on", async () => {
+    const root = await mkdtemp(path.join(tmpdir(), "coa-jsonl-"));
+    const file = path.join(root, "a", "b", "out.jsonl");
+    await appendJsonl(file, { n: 1 });
+    await appendJsonl(file, { n: 2 });
+    expect(await readFile(file, "utf8")).toBe('{"n":1}\n{"n":2}\n');
+    await expect(appendJsonl(path.join(root, "a"), { n: 3 })).rejects.toThrow(/EISDIR/);
+  });
   it("treats a missing file as empty", async () => {
     const file = path.join(tmpdir(), "coa-missing-file.jsonl");
     expect(await readJsonlTolerant(file, Row)).toEqual({ records: [], bad: [] });
