@@ -185,7 +185,7 @@ export async function run(): Promise<void> {
               ? `, OpenBLAS pool beside OpenMP (spin ${info.blas.openmp_spin ?? "default"})`
               : "") +
             (info.decode_attention
-              ? `, decode attention ${info.decode_attention.fused ? `fused (${info.decode_attention.threads} threads)` : `in torch ops (${info.decode_attention.reason})`}`
+              ? `, decode attention ${info.decode_attention.fused ? `fused (${info.decode_attention.threads} threads)${info.decode_attention.sgemm ? ", fp32 steps native through sgemm" : ""}` : `in torch ops (${info.decode_attention.reason})`}`
               : ""),
         );
       }

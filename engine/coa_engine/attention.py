@@ -30,6 +30,8 @@ from typing import List
 
 import torch
 
+from . import blas
+
 # The engine's native code, built into one shared object: this attention, and the whole one-row decode
 # step that calls it (row_step.c, loaded by row_step.py).
 SOURCES = tuple(Path(__file__).with_name(name) for name in ("attention.c", "row_step.c"))
@@ -131,11 +133,13 @@ def attention_kernel() -> ctypes.CDLL | None:
 
 
 def state() -> dict:
-    """For /info: whether decoding on a CPU runs the fused kernel, on how many threads, and if not, why.
-    Asks nothing of the compiler: an engine that has not decoded on a CPU reports it as not loaded."""
+    """For /info: whether decoding on a CPU runs the fused kernel, on how many threads, and if not, why;
+    with it, whether fp32 steps of many ids run natively through the system OpenBLAS's sgemm
+    (`RowStep.batches`). Asks nothing of the compiler: an engine that has not decoded on a CPU reports
+    it as not loaded."""
     loaded = attention_kernel.cache_info().currsize > 0
     if loaded and attention_kernel() is not None:
-        return {"fused": True, "threads": kernel_threads()}
+        return {"fused": True, "threads": kernel_threads(), "sgemm": blas.sgemm() is not None}
     return {"fused": False, "reason": _not_used if loaded else "not loaded (no decoding on a CPU yet)"}
 
 

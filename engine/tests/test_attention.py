@@ -13,7 +13,7 @@ from unittest import mock
 
 import torch
 
-from coa_engine import attention
+from coa_engine import attention, blas
 
 from .helpers import kernel_expected, require_kernels
 
@@ -284,7 +284,8 @@ class KernelBuildTest(unittest.TestCase):
                 return real.coa_attend_rows(*args)
 
         try:
-            self.assertEqual(worker.info()["decode_attention"], {"fused": True, "threads": 2})
+            sgemm = blas.sgemm() is not None
+            self.assertEqual(worker.info()["decode_attention"], {"fused": True, "threads": 2, "sgemm": sgemm})
             q, keys, values, counts, scale = case(2, 2, 1, 32, [5, 9])
             with mock.patch.object(attention, "attention_kernel", Recorder), mock.patch.object(torch, "get_num_threads", lambda: 1):
                 attention.attend_rows_fused(q, keys, values, [5, 9], counts, scale)

@@ -121,7 +121,13 @@ export const EngineInfo = z.object({
   blas: z.object({ openblas_pool: z.boolean(), openmp_spin: z.string().nullable() }).optional(),
   /** Whether decoding on a CPU (fp32, or bf16 over a bf16 cache) runs the fused attention kernel (engine/coa_engine/attention.c), on how many threads, and if not, why. */
   decode_attention: z
-    .object({ fused: z.boolean(), threads: z.number().int().optional(), reason: z.string().optional() })
+    .object({
+      fused: z.boolean(),
+      threads: z.number().int().optional(),
+      /** fp32 steps of many ids run natively, their products by the system OpenBLAS's sgemm (engine/coa_engine/row_step.py). */
+      sgemm: z.boolean().optional(),
+      reason: z.string().optional(),
+    })
     .optional(),
   /** On a GPU, decode steps replayed from CUDA graphs (engine/coa_engine/graph_step.py): on or not, how often, and why they stopped if a capture failed; null on a CPU, absent before them. */
   cuda_graphs: z
