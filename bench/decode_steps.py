@@ -2,8 +2,9 @@
 engine's torch-ops attention, alternated, in fp32 and bf16 (issue 18; docs/engine.md, "The fused
 attention over bf16 caches"). A fresh model of each preset, a cache of random keys and values with rows
 at 300-1,000 positions, 4 rounds of 5 timed steps per path; prints best / median ms and the largest
-logit difference between the paths. In fp32 the kernel's one-row step is the native step of the whole
-model (row_step.c; `bench/row_step.py` times it against the TorchScript step with the kernel).
+logit difference between the paths. In fp32 the kernel's steps are the native step of the whole model
+(row_step.c: a row's, and with the system OpenBLAS's sgemm every step; `bench/row_step.py` and
+`bench/prompt_steps.py` time it against the TorchScript step with the kernel).
 
 PYTHONPATH=engine python bench/decode_steps.py [THREADS [PRESETS]]   e.g. 15 micro,tiny
 """
