@@ -4,12 +4,15 @@ engine decodes), on THREADS generation threads (torch's count, which the native 
 fused attention on as many), back to back or with GAP_MS of idle time between steps such as sampling
 leaves (issue 18; docs/engine.md, "The native step of a few rows"). A fresh model of each preset; ROWS
 rows (each count given) at 100-600 positions, one new id each; 4 rounds of 50 timed steps per path;
-prints best / median ms and the largest logit difference between the paths.
+prints best / median ms and the largest logit difference between the paths. In fp32 with the system
+OpenBLAS's sgemm, a step of `row_step.GEMM_IDS` ids or more also runs natively with its projections
+through `gemv` instead ("native, gemv"; docs/engine.md, "The whole fp32 step in native code").
 
 PYTHONPATH=engine python bench/row_step.py [THREADS [PRESETS [GAP_MS [DTYPE [ROWS]]]]]
   e.g. 1 micro,tiny 0 fp32 1,4,16,32
 """
 
+import contextlib
 import os
 import statistics
 import sys
@@ -24,20 +27,28 @@ allocator.tune_malloc()  # before torch allocates, as the engine does
 
 import torch  # noqa: E402
 
-from coa_engine import attention  # noqa: E402
+from coa_engine import attention, blas, row_step  # noqa: E402
 from coa_engine import model as model_module  # noqa: E402
 from coa_engine.model import DecodeWeights, KVCache, Transformer, preset_config  # noqa: E402
 from coa_engine.precision import autocast  # noqa: E402
 
 
-def timed_steps(model, cache, ids, gap: float, native: bool, dtype: str) -> tuple[list[float], torch.Tensor]:
+def path_of(name: str) -> contextlib.ExitStack:
+    """The step `name` runs: "native" (for any rows), "native, gemv" (its projections never through
+    sgemm), "TorchScript"."""
+    stack = contextlib.ExitStack()
+    if name == "TorchScript":
+        stack.enter_context(mock.patch.object(DecodeWeights, "row_step", lambda self: None))
+        return stack
+    stack.enter_context(mock.patch.dict(model_module.ROW_STEP_IDS, dict.fromkeys(model_module.ROW_STEP_IDS, 1 << 20)))
+    if name == "native, gemv":
+        stack.enter_context(mock.patch.object(row_step, "GEMM_IDS", 1 << 20))
+    return stack
+
+
+def timed_steps(model, cache, ids, gap: float, name: str, dtype: str) -> tuple[list[float], torch.Tensor]:
     times, start_len = [], cache.lens.clone()
-    path = (
-        mock.patch.dict(model_module.ROW_STEP_IDS, dict.fromkeys(model_module.ROW_STEP_IDS, 1 << 20))  # any rows
-        if native
-        else mock.patch.object(DecodeWeights, "row_step", lambda self: None)
-    )
-    with torch.no_grad(), autocast(dtype), path:
+    with torch.no_grad(), autocast(dtype), path_of(name):
         for i in range(51):
             idle = time.perf_counter() + gap
             while time.perf_counter() < idle:
@@ -58,6 +69,7 @@ def main() -> None:
     cache_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
     row_counts = [int(n) for n in sys.argv[5].split(",")] if len(sys.argv) > 5 else [1]
     torch.set_num_threads(threads)
+    blas.set_blas_threads(threads)  # as generation sets OpenBLAS's own pool
     attention.use_threads(threads)
     kernel = attention.attention_kernel()
     print(f"torch {torch.__version__}, {threads} threads, {gap * 1e3:g} ms between steps")
@@ -73,11 +85,14 @@ def main() -> None:
                 model(torch.randint(3, 281, (rows, 8)), cache)
             cache.lens = torch.randint(100, 600, (rows,))
             ids = torch.randint(3, 281, (rows,))
-            times: dict[str, list[float]] = {"native": [], "TorchScript": []}
+            names = ["native", "TorchScript"]
+            if dtype == "fp32" and blas.sgemm() is not None and rows >= row_step.GEMM_IDS:
+                names.insert(1, "native, gemv")
+            times: dict[str, list[float]] = {name: [] for name in names}
             logits = {}
             for _ in range(4):
                 for name in times:
-                    step_times, logits[name] = timed_steps(model, cache, ids, gap, name == "native", dtype)
+                    step_times, logits[name] = timed_steps(model, cache, ids, gap, name, dtype)
                     times[name] += step_times
             diff = (logits["native"].float() - logits["TorchScript"].float()).abs().max().item()
             cells = " | ".join(f"{n} {min(x):.3f} / {statistics.median(x):.3f} ms" for n, x in times.items())
