@@ -127,7 +127,8 @@ def attention_kernel() -> ctypes.CDLL | None:
     ]
     lib.coa_row_step.restype = ctypes.c_int
     lib.coa_row_step.argtypes = [
-        ptr, i64, *[ptr] * 12, *[i64] * 4, *[ptr] * 3, *[i64] * 6, ctypes.c_float, ptr, i64, ptr, *[ctypes.c_int] * 3
+        ptr, i64, *[ptr] * 7, i64, *[ptr] * 5, *[i64] * 4, *[ptr] * 3, *[i64] * 6, ctypes.c_float, ptr, i64, ptr,
+        *[ctypes.c_int] * 3,
     ]
     return lib
 

@@ -133,16 +133,19 @@ typedef struct {
 } shared_prefix;
 
 /* How the projections run: each id's products by `gemv` over the packed matrices, or with `sgemm` (fp32)
- * all ids' at once by the BLAS over the plain [in, out] ones (`plain`, in the packed ones' order). */
+ * for `gemm_from` inputs or more all at once by the BLAS over the plain [in, out] ones (`plain`, in the
+ * packed ones' order). */
 typedef struct {
   const void *const *packed;
   const float *const *plain;
   sgemm_fn sgemm;
+  int64_t gemm_from;
 } projections;
 
-INLINE void project(const projections *p, int64_t m, const float *x, int64_t count, int64_t in, int64_t out, float *y,
-                    const int add, const int bf16) {
-  if (p->sgemm) {
+/* Matrix m's products for `count` inputs, by the BLAS with `blas` (`projections`), else by `gemv`. */
+INLINE void project(const projections *p, const int blas, int64_t m, const float *x, int64_t count, int64_t in,
+                    int64_t out, float *y, const int add, const int bf16) {
+  if (blas) {
 #pragma omp single
     gemm(p->sgemm, x, count, p->plain[m], in, out, y, add);
   } else {
@@ -161,9 +164,11 @@ INLINE int row_step(const int64_t *ids, const row_set *set, const float *embed, 
   const int shift = bf16 ? 1 : 2; /* bytes per cache element: 1 << shift */
   int64_t T = 0;
   for (int64_t r = 0; r < set->rows; r++) T += set->counts[r];
-  /* With the BLAS, the attention is one call for all rows: its arguments over the cache's rows up to the
-   * last that feeds (those that do not: no queries, no positions). */
-  const int64_t span = mats->sgemm ? set->index[set->rows - 1] + 1 : 0;
+  /* Many ids: the layers' products by the BLAS, outside any region of ours, and the attention one call for
+   * all rows, its arguments over the cache's rows up to the last that feeds (those that do not: no
+   * queries, no positions). */
+  const int batched = mats->sgemm && T >= mats->gemm_from;
+  const int64_t span = batched ? set->index[set->rows - 1] + 1 : 0;
   /* Per id: the stream x, its norm, q k v, the attention's output (also per head: `by_head`), the gate
    * and up projections, and SwiGLU's product of them; then per id its position and its row's offsets
    * in the cache, per row its first id and its positions after the step, and the one call's arguments. */
@@ -193,14 +198,14 @@ INLINE int row_step(const int64_t *ids, const row_set *set, const float *embed, 
   const float scale = 1.0f / sqrtf((float)d);
   int failed = 0;
   /* With the BLAS no region of our own: its products run on its pool, the attention on its threads. */
-#pragma omp parallel num_threads(threads) if (threads > 1 && !mats->sgemm)
+#pragma omp parallel num_threads(threads) if (threads > 1 && !batched)
   for (int64_t l = 0; l < layers; l++) {
     char *layer_keys = keys[l], *layer_values = values[l];
     const char *layer_shared_keys = set->shared ? prefix->keys[l] : NULL;
     const char *layer_shared_values = set->shared ? prefix->values[l] : NULL;
 #pragma omp single
     for (int64_t t = 0; t < T; t++) rms_norm(x + t * dim, norms[2 * l], dim, eps, normed + t * dim, bf16);
-    project(mats, 4 * l, normed, T, dim, 3 * dim, qkv, 0, bf16);
+    project(mats, batched, 4 * l, normed, T, dim, 3 * dim, qkv, 0, bf16);
 #pragma omp single
     for (int64_t t = 0; t < T; t++) {
       float *row = qkv + t * 3 * dim;
@@ -243,24 +248,26 @@ INLINE int row_step(const int64_t *ids, const row_set *set, const float *embed, 
             attended[t * dim + h * d + c] = bf16 ? round1_bf16(y) : y;
           }
     }
-    project(mats, 4 * l + 1, attended, T, dim, dim, x, 1, bf16);
+    project(mats, batched, 4 * l + 1, attended, T, dim, dim, x, 1, bf16);
 #pragma omp single
     for (int64_t t = 0; t < T; t++) rms_norm(x + t * dim, norms[2 * l + 1], dim, eps, normed + t * dim, bf16);
-    project(mats, 4 * l + 2, normed, T, dim, 2 * hidden, gate_up, 0, bf16);
+    project(mats, batched, 4 * l + 2, normed, T, dim, 2 * hidden, gate_up, 0, bf16);
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < T * hidden; i++) {
       const float *row = gate_up + (i / hidden) * 2 * hidden;
       const float g = row[i % hidden], up = row[hidden + i % hidden];
       swiglu[i] = bf16 ? round1_bf16(round1_bf16(g / (1.0f + expf(-g))) * up) : g / (1.0f + expf(-g)) * up;
     }
-    project(mats, 4 * l + 3, swiglu, T, hidden, dim, x, 1, bf16);
+    project(mats, batched, 4 * l + 3, swiglu, T, hidden, dim, x, 1, bf16);
   }
   /* Only the selected ids' logits (all without `select`): the last norm and the output matrix for them. */
   const int64_t S = select ? selected : T;
   for (int64_t i = 0; i < S; i++)
     rms_norm(x + (select ? select[i] : i) * dim, norms[2 * layers], dim, eps, normed + i * dim, bf16);
-#pragma omp parallel num_threads(threads) if (threads > 1 && !mats->sgemm)
-  project(mats, 4 * layers, normed, S, dim, vocab, logits, 0, bf16);
+  /* A prompt's last id beside a few rows: the output matrix by `gemv` (the BLAS would pack all of it). */
+  const int output_gemm = batched && S >= mats->gemm_from;
+#pragma omp parallel num_threads(threads) if (threads > 1 && !output_gemm)
+  project(mats, output_gemm, 4 * layers, normed, S, dim, vocab, logits, 0, bf16);
   free(buffer);
   free(where);
   return failed ? -1 : 0;
@@ -273,24 +280,25 @@ INLINE int row_step(const int64_t *ids, const row_set *set, const float *embed, 
  * ids at the flat positions `select` (NULL: all, sum(counts)) out (fp32; bf16 values with `bf16`).
  * `packed`: per layer its qkv [dim, 3 dim], out [dim, dim], gate_up [dim, 2 hidden] and down [hidden,
  * dim] matrices, then the output [dim, vocab], each packed (`gemv`), fp32 or with `bf16` bf16; with
- * `sgemm` (NULL: `gemv`), `plain`: the same matrices [in, out] fp32, row-major; `norms`: per layer its
+ * `sgemm` (NULL: `gemv` only; fp32), `plain`: the same matrices [in, out] fp32, row-major, multiplied by
+ * it for `gemm_from` inputs or more (all ids of the step, the selected ones); `norms`: per layer its
  * attention's and feed-forward's weights, then the last (fp32); `embed` [vocab, dim] and `rope_cos`,
  * `rope_sin` [positions, head_dim / 2] fp32; `keys[l]`, `values[l]`: layer l's [rows, heads, positions,
  * head_dim], fp32 or with `bf16` bf16, rows and heads the given numbers of elements apart. With `shared`
  * (else NULL), row r reads its first shared[r] positions from `shared_keys[l]` and `shared_values[l]`
  * (`coa_attend_rows`). `threads`: the step's own (with `gemv`), `attention_threads`: the attention's
- * (with `sgemm`). Returns 0, or -1 if a buffer could not be allocated. */
+ * (with the BLAS). Returns 0, or -1 if a buffer could not be allocated. */
 int coa_row_step(const int64_t *ids, int64_t rows, const int64_t *index, const int64_t *counts,
                  const int64_t *starts, const float *embed, const void *const *packed, const float *const *plain,
-                 sgemm_fn sgemm, const float *const *norms, const float *rope_cos, const float *rope_sin,
-                 void *const *keys, void *const *values, int64_t key_row, int64_t key_head, int64_t value_row,
-                 int64_t value_head, const void *const *shared_keys, const void *const *shared_values,
-                 const int64_t *shared, int64_t shared_head, int64_t layers, int64_t dim, int64_t heads,
-                 int64_t hidden, int64_t vocab, float eps, const int64_t *select, int64_t selected, float *logits,
-                 int threads, int attention_threads, int bf16) {
+                 sgemm_fn sgemm, int64_t gemm_from, const float *const *norms, const float *rope_cos,
+                 const float *rope_sin, void *const *keys, void *const *values, int64_t key_row, int64_t key_head,
+                 int64_t value_row, int64_t value_head, const void *const *shared_keys,
+                 const void *const *shared_values, const int64_t *shared, int64_t shared_head, int64_t layers,
+                 int64_t dim, int64_t heads, int64_t hidden, int64_t vocab, float eps, const int64_t *select,
+                 int64_t selected, float *logits, int threads, int attention_threads, int bf16) {
   const row_set set = {rows, index, counts, starts, shared};
   const shared_prefix prefix = {shared_keys, shared_values, shared_head};
-  const projections mats = {packed, plain, bf16 ? NULL : sgemm};
+  const projections mats = {packed, plain, bf16 ? NULL : sgemm, gemm_from};
   if (bf16)
     return row_step(ids, &set, embed, &mats, norms, rope_cos, rope_sin, keys, values, key_row, key_head, value_row,
                     value_head, &prefix, layers, dim, heads, hidden, vocab, eps, select, selected, logits, threads,

@@ -24,9 +24,9 @@ from . import attention, blas
 # Columns per block of a packed matrix (BLOCK in row_step.c).
 BLOCK = 64
 
-# Ids from which a step's projections run through sgemm rather than `gemv` (where there is sgemm): each id
-# multiplies by every packed block once more from the core's L2, where the BLAS's panels share each
-# load among all ids.
+# Ids from which a step's projections run through sgemm rather than `gemv` (where there is sgemm; the
+# output matrix's, selected ids): each id multiplies by every packed block once more from the core's L2,
+# where the BLAS's panels share each load among all ids (and pack the whole matrix first).
 GEMM_IDS = 16
 
 
@@ -125,14 +125,13 @@ class RowStep:
             raise ValueError(f"row step: {where} do not fit the model ({self.dtype}) or the cache")
         longs = ctypes.c_int64 * len(rows)
         logits = torch.empty((len(flat) if select is None else len(select), self.vocab))
-        sgemm = self._sgemm if len(flat) >= GEMM_IDS else None
         prefix = (None, None, None, 0)
         if shared is not None:
             prefix = (pointers(shared[0]), pointers(shared[1]), longs(*shared[2]), shared[0][0].stride(0))
         chosen = (None, 0) if select is None else ((ctypes.c_int64 * len(select))(*select), len(select))
         status = attention.attention_kernel().coa_row_step(
             (ctypes.c_int64 * len(flat))(*flat), len(rows), longs(*rows), longs(*map(len, ids)), longs(*starts),
-            self.embed.data_ptr(), self._matrices, self._plain, sgemm, self._norms, self.cos.data_ptr(),
+            self.embed.data_ptr(), self._matrices, self._plain, self._sgemm, GEMM_IDS, self._norms, self.cos.data_ptr(),
             self.sin.data_ptr(), pointers(keys), pointers(values), keys[0].stride(0), keys[0].stride(1),
             values[0].stride(0), values[0].stride(1), *prefix, self.layers, self.dim, self.heads, self.hidden,
             self.vocab, self.eps, *chosen, logits.data_ptr(), torch.get_num_threads(), attention.kernel_threads(),

@@ -221,48 +221,50 @@ class RowStepTest(unittest.TestCase):
     @unittest.skipIf(blas.sgemm() is None, "torch's BLAS here is not the system OpenBLAS: no batched native step")
     def test_a_batch_of_many_ids_matches_the_torchscript_step(self):
         """A batch's step in fp32 (`RowStep.batches`): rows feeding one id, a draft, a prompt's 30 new ids
-        (its last logits only) and none (a hole), reading a shared prefix, in one native call whose
-        projections run through sgemm: the logits and keys of the TorchScript step (sums in another
-        order: within 1e-5; measured here 4.8e-7), the same through `gemv` (`GEMM_IDS`), and bit for bit
-        what each row reads from its own positions (the shared prefix holds their bits; their own are
-        spoiled where the copy is read)."""
+        (its last logits only, or all of them) and none (a hole), reading a shared prefix, in one native
+        call whose projections run through sgemm (the output matrix's too for 16 selected ids or more):
+        the logits and keys of the TorchScript step (sums in another order: within 1e-5; measured here
+        4.8e-7), the same through `gemv` (`GEMM_IDS`), and bit for bit what each row reads from its own
+        positions (the shared prefix holds their bits; their own are spoiled where the copy is read)."""
         model = micro_model(seed=19)
         base = [1, *range(20, 89)]  # 70 ids, 64 positions of them shared
         prompts = [[*base, 100, 101], [*base[:66], 5], [1, 7, 8], [*base, 102]]
-        counts, last_only = [1, 4, 0, 30], [False, False, False, True]
+        counts = [1, 4, 0, 30]
         width = max(map(len, prompts))
         padded = torch.tensor([p + [0] * (width - len(p)) for p in prompts])
         step_ids = torch.tensor([[40 + r + j for j in range(30)] for r in range(4)])
-        outs = []
-        for path in ("native", "torchscript", "gemv", "own positions"):
-            cache = KVCache.empty(model.config, 4, 128, torch.float32, holding=width)
-            calls = []
-            real = RowStep.__call__
-            spy = mock.patch.object(RowStep, "__call__", lambda *a, **k: calls.append(1) or real(*a, **k))
-            scripted = torch_step() if path == "torchscript" else mock.MagicMock()
-            gemv = mock.patch.object(row_step, "GEMM_IDS", 1 << 20) if path == "gemv" else mock.MagicMock()
-            with torch.no_grad(), autocast("fp32"), spy, scripted, gemv:
-                model(padded, cache, torch.tensor([len(p) for p in prompts]))
-                shared = SharedPrefix.of_row(cache, 0, base)
-                self.assertEqual([shared.adopt(cache, r, prompts[r]) for r in (1, 3)], [64, 64])
-                reading = [0, 0, 0, 0] if path == "own positions" else [64, 64, 0, 64]
-                if any(reading):  # the rows' own copies spoiled: what they read comes from the shared one
-                    for kv in (*cache.keys, *cache.values):
-                        kv[[0, 1, 3], :, :64] = float("nan")
-                logits = model.decode(step_ids, cache, counts=counts, last_only=last_only, shared=shared,
-                                      shared_rows=reading)  # fmt: skip
-            self.assertEqual(len(calls), int(path != "torchscript"))
-            outs.append((logits, cache))
-        (native, ours), (scripted, theirs), (gemv, _), (own, _) = outs
-        self.assertEqual(native.shape, (1 + 4 + 1, model.config.vocab_size))
-        self.assertEqual(ours.lens.tolist(), [73, 71, 3, 101])
-        torch.testing.assert_close(native, scripted, rtol=0, atol=1e-5)
-        torch.testing.assert_close(native, gemv, rtol=0, atol=1e-5)
-        self.assertTrue(torch.equal(native, own))
-        for k, k2 in zip((*ours.keys, *ours.values), (*theirs.keys, *theirs.values)):
-            for r, n in enumerate(ours.lens.tolist()):
-                first = 0 if r == 2 else 64
-                torch.testing.assert_close(k[r, :, first:n], k2[r, :, first:n], rtol=0, atol=KEYS_ATOL)
+        for last_only, selected in (([False, False, False, True], 1 + 4 + 1), (None, 1 + 4 + 30)):
+            outs = []
+            for path in ("native", "torchscript", "gemv", "own positions"):
+                cache = KVCache.empty(model.config, 4, 128, torch.float32, holding=width)
+                calls = []
+                real = RowStep.__call__
+                spy = mock.patch.object(RowStep, "__call__", lambda *a, **k: calls.append(1) or real(*a, **k))
+                scripted = torch_step() if path == "torchscript" else mock.MagicMock()
+                gemv = mock.patch.object(row_step, "GEMM_IDS", 1 << 20) if path == "gemv" else mock.MagicMock()
+                with torch.no_grad(), autocast("fp32"), spy, scripted, gemv:
+                    model(padded, cache, torch.tensor([len(p) for p in prompts]))
+                    shared = SharedPrefix.of_row(cache, 0, base)
+                    self.assertEqual([shared.adopt(cache, r, prompts[r]) for r in (1, 3)], [64, 64])
+                    reading = [0, 0, 0, 0] if path == "own positions" else [64, 64, 0, 64]
+                    if any(reading):  # the rows' own copies spoiled: what they read comes from the shared one
+                        for kv in (*cache.keys, *cache.values):
+                            kv[[0, 1, 3], :, :64] = float("nan")
+                    logits = model.decode(step_ids, cache, counts=counts, last_only=last_only, shared=shared,
+                                          shared_rows=reading)  # fmt: skip
+                self.assertEqual(len(calls), int(path != "torchscript"))
+                outs.append((logits, cache))
+            (native, ours), (scripted, theirs), (gemv, _), (own, _) = outs
+            with self.subTest(selected=selected):
+                self.assertEqual(native.shape, (selected, model.config.vocab_size))
+                self.assertEqual(ours.lens.tolist(), [73, 71, 3, 101])
+                torch.testing.assert_close(native, scripted, rtol=0, atol=1e-5)
+                torch.testing.assert_close(native, gemv, rtol=0, atol=1e-5)
+                self.assertTrue(torch.equal(native, own))
+                for k, k2 in zip((*ours.keys, *ours.values), (*theirs.keys, *theirs.values)):
+                    for r, n in enumerate(ours.lens.tolist()):
+                        first = 0 if r == 2 else 64
+                        torch.testing.assert_close(k[r, :, first:n], k2[r, :, first:n], rtol=0, atol=KEYS_ATOL)
 
     def test_a_selection_or_shared_prefix_that_does_not_fit_is_refused(self):
         model = micro_model(seed=20)
