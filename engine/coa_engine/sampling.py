@@ -564,6 +564,9 @@ class Sampler:
         self._cv = threading.Condition()
         self.generated_tokens = 0
         self.busy_seconds = 0.0
+        # Of busy_seconds, those the model thread ran on a core (`time.thread_time`): the rest it waited,
+        # for a core that other processes held (a client and its tools on a small machine) or the GIL.
+        self.busy_cpu_seconds = 0.0
         # Parts of busy_seconds: admitting requests (prefill, merging into the batch) and the model's
         # decode steps; the rest is sampling, stop checks and dropping finished rows.
         self.admit_seconds = 0.0
@@ -720,7 +723,7 @@ class Sampler:
             admitted = self._admit(active, capacity)
             jobs.extend(admitted)
             if admitted:
-                started = time.perf_counter()
+                started = self._clock()
                 if active:
                     self.joins += len(admitted)
                 if cache is None:
@@ -749,12 +752,11 @@ class Sampler:
                         rows[i] = r
                 shared = self._share(rows, cache, into, shared)
                 self._track(rows, cache)
-                self.admit_seconds += time.perf_counter() - started
-                self.busy_seconds += time.perf_counter() - started
+                self.admit_seconds += self._busy(started)
             if not rows:
                 self._track([], None)
                 return
-            started = time.perf_counter()
+            started = self._clock()
             tokens = self._sample_step(rows, logits, cache)
             finished = [i for i, r in enumerate(rows) if r is not None and r.finish_reason is not None]
             # Requests whose last row finished: told just before the decode step, whose compiled code
@@ -778,7 +780,7 @@ class Sampler:
                         job.done.set()
                     rows, cache, logits = [], None, torch.empty(0)
                     self._track(rows, cache)
-                    self.busy_seconds += time.perf_counter() - started
+                    self._busy(started)
                     continue
                 if leaves_holes and 2 * len(still) >= len(rows):
                     cache = cache.vacate(finished)
@@ -808,7 +810,19 @@ class Sampler:
                     r.pending, r.fed = [], 0
             self.steps += 1
             self.decode_seconds += time.perf_counter() - decode_started
-            self.busy_seconds += time.perf_counter() - started
+            self._busy(started)
+
+    @staticmethod
+    def _clock() -> tuple[float, float]:
+        """Wall seconds and this thread's CPU seconds now (`_busy`)."""
+        return time.perf_counter(), time.thread_time()
+
+    def _busy(self, since: tuple[float, float]) -> float:
+        """Adds the wall and CPU seconds since `since` (`_clock`) to the busy totals; returns the wall's."""
+        wall = time.perf_counter() - since[0]
+        self.busy_seconds += wall
+        self.busy_cpu_seconds += time.thread_time() - since[1]
+        return wall
 
     @staticmethod
     def _joined_logits(

@@ -27,6 +27,8 @@ def counters(sampler: Sampler, trainer: Trainer) -> dict:
         # Steps that decoded the running batch: generated tokens per step is how full it ran.
         "decode_steps": sampler.steps,
         "generation_seconds": round(gen_s, 3),
+        # Of those, the model thread's on a core: the rest it waited for one (or for the GIL).
+        "generation_cpu_seconds": round(sampler.busy_cpu_seconds, 3),
         "admit_seconds": round(sampler.admit_seconds, 3),
         "decode_seconds": round(sampler.decode_seconds, 3),
         # Speculative decoding: drafted ids fed to the model, and those sampling kept (each one a step saved).

@@ -19,6 +19,10 @@ describe("engineLoadLine", () => {
     expect(engineLoadLine({ ...counters, stepped_prefills: 12 }, 10)).toContain(
       "decoding 5.0 s (12 prompts' new ids among them), sampling 1.0 s",
     );
+    // The busy thread's time on a core: the rest it waited for one.
+    expect(engineLoadLine({ ...counters, generation_cpu_seconds: 6.54 }, 10)).toContain(
+      "in 8.0 s busy (6.5 s on a core) of 10.0 s: admitting",
+    );
   });
 
   it("counts the drafted ids that speculative decoding fed and kept", () => {

@@ -147,6 +147,8 @@ export const EngineInfo = z.object({
     /** Decode steps of the running batch; absent from engines before it. */
     decode_steps: z.number().int().optional(),
     generation_seconds: z.number(),
+    /** Of generation_seconds, the model thread's on a core (the rest it waited for one, or for the GIL); absent before it. */
+    generation_cpu_seconds: z.number().optional(),
     /** Parts of generation_seconds: admitting requests (prefill, merge) and the model's decode steps; absent before them. */
     admit_seconds: z.number().optional(),
     decode_seconds: z.number().optional(),
@@ -210,13 +212,14 @@ export type EngineInfo = z.infer<typeof EngineInfo>;
 
 /**
  * What the engine's sampler did over `wallSeconds` of a client's run: tokens decoded, the seconds it
- * was busy (idle time is the client's: tools, the agent loop), and tokens per decode step, i.e. how full
- * the running batch was.
+ * was busy (idle time is the client's: tools, the agent loop) and how many of them its thread ran on a
+ * core, and tokens per decode step, i.e. how full the running batch was.
  */
 export function engineLoadLine(counters: EngineInfo["counters"], wallSeconds: number): string {
   const {
     generated_tokens: tokens,
     generation_seconds: busy,
+    generation_cpu_seconds: cpu,
     decode_steps: steps,
     admit_seconds: admit,
     decode_seconds: decode,
@@ -230,8 +233,10 @@ export function engineLoadLine(counters: EngineInfo["counters"], wallSeconds: nu
     admit !== undefined && decode !== undefined
       ? `: admitting ${admit.toFixed(1)} s, decoding ${decode.toFixed(1)} s${stepped ? ` (${stepped} prompts' new ids among them)` : ""}, sampling ${(busy - admit - decode).toFixed(1)} s`
       : "";
+  // Time the busy thread spent waiting for a core: other processes (the client, its tools) held both.
+  const onCore = cpu !== undefined && busy ? ` (${cpu.toFixed(1)} s on a core)` : "";
   return (
-    `engine: ${tokens} tokens generated in ${busy.toFixed(1)} s busy of ${wallSeconds.toFixed(1)} s${parts} ` +
+    `engine: ${tokens} tokens generated in ${busy.toFixed(1)} s busy${onCore} of ${wallSeconds.toFixed(1)} s${parts} ` +
     `(${busy ? (tokens / busy).toFixed(0) : 0} tok/s while busy${perStep})`
   );
 }

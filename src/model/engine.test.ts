@@ -80,6 +80,8 @@ describe("Engine (micro preset)", () => {
     expect(accepted).toBeGreaterThan(0);
     expect(steps + accepted).toBe(11);
     expect(after.admit_seconds! + after.decode_seconds!).toBeLessThanOrEqual(after.generation_seconds + 1e-3);
+    expect(after.generation_cpu_seconds!).toBeGreaterThan(before.generation_cpu_seconds!);
+    expect(after.generation_cpu_seconds!).toBeLessThanOrEqual(after.generation_seconds + 1e-3);
   });
 
   it("tokenizes and detokenizes exactly like ByteTokenizer", async () => {
