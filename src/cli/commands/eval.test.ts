@@ -3,9 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { costSummary, type EvalSummary, successMetrics } from "../../eval/index.js";
+import { Engine } from "../../model/index.js";
 import { FixtureServer } from "../../model/testing/index.js";
 import { parseFlags } from "../flags.js";
-import { EvalFlags, formatEvalSummary, runEval } from "./eval.js";
+import { defaultConcurrency, EvalFlags, formatEvalSummary, runEval } from "./eval.js";
 
 const sample = (correct: boolean) => ({ correct, error: null, selfScore: null });
 
@@ -35,6 +36,24 @@ describe("formatEvalSummary", () => {
     expect(text).toContain(
       "copy accuracy: the question's entity in the first tool call 50.0% (1 of 2) · the first lookup's value in the second –",
     );
+  });
+});
+
+describe("coa eval --concurrency", () => {
+  it("defaults to 32 episodes in flight on the embedded engine, which batches them, and 4 on a server", () => {
+    expect(defaultConcurrency(Object.create(Engine.prototype))).toBe(32);
+    expect(defaultConcurrency({ name: "http://127.0.0.1:8000/v1" })).toBe(4);
+    const flags = {
+      model: "engine:micro",
+      tasks: "t.jsonl",
+      out: "o",
+      k: "1",
+      profile: "all",
+      temperature: "0",
+      seed: "0",
+    };
+    expect(parseFlags(EvalFlags, flags).concurrency).toBeUndefined();
+    expect(parseFlags(EvalFlags, { ...flags, concurrency: "8" }).concurrency).toBe(8);
   });
 });
 
