@@ -221,6 +221,21 @@ def usable(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> bool:
 SHARED_BLOCK = 16
 
 
+def shared_prefix_fits(
+    shared_keys: torch.Tensor, shared_values: torch.Tensor, keys: torch.Tensor, shared: List[int], before: List[int]
+) -> bool:
+    """Whether one layer's shared prefix is what the kernel reads (`attend_rows`): keys and values
+    [heads, positions, head_dim] of the cache's dtype, each head's positions contiguous, and each row's
+    count shared[b] whole `SHARED_BLOCK`s within the prefix and within the before[b] positions it held."""
+    sk, sv = shared_keys, shared_values
+    return (
+        sk.shape == sv.shape == (keys.shape[1], sk.shape[1], keys.shape[3])
+        and sk.dtype == sv.dtype == keys.dtype
+        and sk.stride() == sv.stride() == (sk.shape[1] * sk.shape[2], sk.shape[2], 1)
+        and all(0 <= s <= min(sk.shape[1], held) and s % SHARED_BLOCK == 0 for s, held in zip(shared, before))
+    )
+
+
 def attend_rows(
     q: torch.Tensor,
     keys: torch.Tensor,
@@ -252,17 +267,11 @@ def attend_rows(
             f"attend_rows: ends {ends} and counts {counts} for {q.shape[0]} queries in {positions} positions"
         )
     if shared is not None and any(shared):
-        sk, sv = shared_keys, shared_values
         fits = (
-            sk is not None
-            and sv is not None
+            shared_keys is not None
+            and shared_values is not None
             and len(shared) == len(ends)
-            and sk.shape == sv.shape == (keys.shape[1], sk.shape[1], keys.shape[3])
-            and sk.dtype == sv.dtype == keys.dtype
-            and sk.stride() == sv.stride() == (sk.shape[1] * sk.shape[2], sk.shape[2], 1)
-            and all(
-                0 <= s <= min(sk.shape[1], end - c) and s % SHARED_BLOCK == 0 for s, end, c in zip(shared, ends, counts)
-            )
+            and shared_prefix_fits(shared_keys, shared_values, keys, shared, [e - c for e, c in zip(ends, counts)])
         )
         if not fits:
             raise ValueError(f"attend_rows: shared prefixes {shared} do not fit the rows or the shared keys and values")

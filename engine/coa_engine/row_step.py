@@ -142,17 +142,15 @@ class RowStep:
         return logits.to(self.dtype)  # bf16 values already: exact
 
     def _fits_shared(self, shared, keys: torch.Tensor, starts: list[int]) -> bool:
-        """Whether a shared prefix fits the cache and rows as the kernel reads it (`attention.attend_rows`):
-        every layer's keys and values [heads, positions, head_dim], contiguous, of one shape (the kernel
-        takes one head stride for all), and each row's count whole blocks within what it held before."""
+        """Whether a shared prefix fits the cache and rows as the kernel reads it: each layer's as the
+        fused attention takes it (`attention.shared_prefix_fits`), all of one shape (the kernel takes one
+        head stride for every layer)."""
         sk, sv, counts = shared
-        if not (len(sk) == len(sv) == self.layers and len(counts) == len(starts)):
-            return False
-        positions = sk[0].shape[1]
-        shape, strides = (keys.shape[1], positions, keys.shape[3]), (positions * keys.shape[3], keys.shape[3], 1)
-        return all(
-            k.dtype == v.dtype == keys.dtype and k.shape == v.shape == shape and k.stride() == v.stride() == strides
-            for k, v in zip(sk, sv)
-        ) and all(
-            0 <= s <= min(positions, start) and s % attention.SHARED_BLOCK == 0 for s, start in zip(counts, starts)
+        return (
+            len(sk) == len(sv) == self.layers
+            and len(counts) == len(starts)
+            and all(
+                k.shape == sk[0].shape and attention.shared_prefix_fits(k, v, keys, counts, starts)
+                for k, v in zip(sk, sv)
+            )
         )
