@@ -32,6 +32,9 @@
 #include <string.h>
 
 #include "bf16.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 int coa_attend_rows(const float *q, const void *keys, const void *values, float *out, const int64_t *ends,
                     const int64_t *counts, int64_t rows, int64_t heads, int64_t d, int64_t q_position, int64_t q_head,
@@ -118,6 +121,21 @@ static void rotate(float *x, int64_t heads, int64_t d, const float *cos, const f
   }
 }
 
+/* One id's head h (qkv: its [q | k | v] of 3 dim): its query and key rotated by the position's angles
+ * (model.py's `rotate`) in place, then rounded as the cache and the attention take them, and its key and
+ * value written to the cache at `key_at` and `value_at` (elements). */
+INLINE void place_head(float *qkv, int64_t h, int64_t dim, int64_t d, int64_t position, const float *rope_cos,
+                       const float *rope_sin, void *keys, void *values, int64_t key_at, int64_t value_at,
+                       const int bf16) {
+  float *q = qkv + h * d, *k = qkv + dim + h * d;
+  rotate(q, 1, d, rope_cos + position * (d / 2), rope_sin + position * (d / 2));
+  rotate(k, 1, d, rope_cos + position * (d / 2), rope_sin + position * (d / 2));
+  if (bf16)
+    for (int64_t i = 0; i < d; i++) q[i] = round1_bf16(q[i]), k[i] = round1_bf16(k[i]);
+  store(keys, key_at + position * d, k, d, bf16);
+  store(values, value_at + position * d, qkv + 2 * dim + h * d, d, bf16);
+}
+
 /* What locates each row's ids: the cache rows they go to, how many each feeds and from which position, and
  * how many of its first positions it reads from a shared prefix (NULL: none). */
 typedef struct {
@@ -160,7 +178,7 @@ INLINE int row_step(const int64_t *ids, const row_set *set, const float *embed, 
                     const shared_prefix *prefix, int64_t layers, int64_t dim, int64_t heads, int64_t hidden,
                     int64_t vocab, float eps, const int64_t *select, int64_t selected, float *logits, int threads,
                     int attention_threads, const int bf16) {
-  const int64_t d = dim / heads, half = d / 2;
+  const int64_t d = dim / heads;
   const int shift = bf16 ? 1 : 2; /* bytes per cache element: 1 << shift */
   int64_t T = 0;
   for (int64_t r = 0; r < set->rows; r++) T += set->counts[r];
@@ -197,69 +215,75 @@ INLINE int row_step(const int64_t *ids, const row_set *set, const float *embed, 
   for (int64_t t = 0; t < T; t++) memcpy(x + t * dim, embed + ids[t] * dim, sizeof(float) * (size_t)dim);
   const float scale = 1.0f / sqrtf((float)d);
   int failed = 0;
-  /* With the BLAS no region of our own: its products run on its pool, the attention on its threads. */
+  /* Each thread's own copy of the products' normed input (`mine`): every thread computes the norms itself
+   * rather than one computing them while the others wait at a barrier. */
+  float *norms_of_threads = malloc(sizeof(float) * (size_t)((batched ? 1 : threads) * T * dim));
+  if (!norms_of_threads) return free(buffer), free(where), -1;
+  /* With the BLAS no region of our own: its products run on its pool, the attention on its threads.
+   * Otherwise, for a few ids, the region's barriers are much of its cost on many cores: six a layer, one
+   * after each product, the attention and SwiGLU (ten before the norms went to every thread and the
+   * rotation and cache writes into the attention's jobs; docs/engine.md). */
 #pragma omp parallel num_threads(threads) if (threads > 1 && !batched)
-  for (int64_t l = 0; l < layers; l++) {
-    char *layer_keys = keys[l], *layer_values = values[l];
-    const char *layer_shared_keys = set->shared ? prefix->keys[l] : NULL;
-    const char *layer_shared_values = set->shared ? prefix->values[l] : NULL;
-#pragma omp single
-    for (int64_t t = 0; t < T; t++) rms_norm(x + t * dim, norms[2 * l], dim, eps, normed + t * dim, bf16);
-    project(mats, batched, 4 * l, normed, T, dim, 3 * dim, qkv, 0, bf16);
-#pragma omp single
-    for (int64_t t = 0; t < T; t++) {
-      float *row = qkv + t * 3 * dim;
-      /* queries and keys (the first 2 dim) by their position's angles, then rounded as the cache and the
-       * attention take them */
-      rotate(row, 2 * heads, d, rope_cos + position[t] * half, rope_sin + position[t] * half);
-      if (bf16)
-        for (int64_t i = 0; i < 2 * dim; i++) row[i] = round1_bf16(row[i]);
-      for (int64_t h = 0; h < heads; h++) {
-        store(layer_keys, key_at[t] + h * key_head + position[t] * d, row + dim + h * d, d, bf16);
-        store(layer_values, value_at[t] + h * value_head + position[t] * d, row + 2 * dim + h * d, d, bf16);
-      }
-    }
-    if (span) {
-      /* Every row and head in one call, straight into attended [T, heads, d]. */
-      if (coa_attend_rows(qkv, layer_keys, layer_values, attended, all_ends, all_counts, span, heads, d, 3 * dim, d,
-                          key_row, key_head, value_row, value_head, layer_shared_keys, layer_shared_values,
-                          set->shared ? all_shared : NULL, prefix->head, scale, attention_threads, bf16))
-        failed = 1;
-    } else {
-      /* Each row and head: its ids' queries (3 dim apart) into by_head [heads, T, d], then into attended
-       * [T, dim]. */
-#pragma omp for schedule(static)
-      for (int64_t job = 0; job < set->rows * heads; job++) {
-        const int64_t r = job / heads, h = job % heads, t = first[r];
-        const int64_t s = set->shared ? set->shared[r] : 0;
-        if (coa_attend_rows(qkv + t * 3 * dim + h * d, layer_keys + ((key_at[t] + h * key_head) << shift),
-                            layer_values + ((value_at[t] + h * value_head) << shift), by_head + (h * T + t) * d,
-                            end + r, set->counts + r, 1, 1, d, 3 * dim, d, 0, key_head, 0, value_head,
-                            s ? layer_shared_keys + ((h * prefix->head) << shift) : NULL,
-                            s ? layer_shared_values + ((h * prefix->head) << shift) : NULL, s ? &s : NULL, 0, scale,
-                            1, bf16))
-          failed = 1;
-      }
-#pragma omp single
-      for (int64_t h = 0; h < heads; h++)
+  {
+#ifdef _OPENMP
+    float *mine = norms_of_threads + omp_get_thread_num() * T * dim;
+#else
+    float *mine = norms_of_threads;
+#endif
+    for (int64_t l = 0; l < layers; l++) {
+      char *layer_keys = keys[l], *layer_values = values[l];
+      const char *layer_shared_keys = set->shared ? prefix->keys[l] : NULL;
+      const char *layer_shared_values = set->shared ? prefix->values[l] : NULL;
+      for (int64_t t = 0; t < T; t++) rms_norm(x + t * dim, norms[2 * l], dim, eps, mine + t * dim, bf16);
+      project(mats, batched, 4 * l, mine, T, dim, 3 * dim, qkv, 0, bf16);
+      if (span) {
+        /* One thread here (the region is inactive): every id's rotation and cache writes, then every
+         * row and head in one call, straight into attended [T, heads, d]. */
         for (int64_t t = 0; t < T; t++)
-          for (int64_t c = 0; c < d; c++) {
-            const float y = by_head[(h * T + t) * d + c];
-            attended[t * dim + h * d + c] = bf16 ? round1_bf16(y) : y;
-          }
-    }
-    project(mats, batched, 4 * l + 1, attended, T, dim, dim, x, 1, bf16);
-#pragma omp single
-    for (int64_t t = 0; t < T; t++) rms_norm(x + t * dim, norms[2 * l + 1], dim, eps, normed + t * dim, bf16);
-    project(mats, batched, 4 * l + 2, normed, T, dim, 2 * hidden, gate_up, 0, bf16);
+          for (int64_t h = 0; h < heads; h++)
+            place_head(qkv + t * 3 * dim, h, dim, d, position[t], rope_cos, rope_sin, layer_keys, layer_values,
+                       key_at[t] + h * key_head, value_at[t] + h * value_head, bf16);
+        if (coa_attend_rows(qkv, layer_keys, layer_values, attended, all_ends, all_counts, span, heads, d, 3 * dim, d,
+                            key_row, key_head, value_row, value_head, layer_shared_keys, layer_shared_values,
+                            set->shared ? all_shared : NULL, prefix->head, scale, attention_threads, bf16))
+          failed = 1;
+      } else {
+        /* Each row and head: its ids' rotation and cache writes for that head, then their queries (3 dim
+         * apart) into by_head [heads, T, d], then into attended [T, dim]. */
 #pragma omp for schedule(static)
-    for (int64_t i = 0; i < T * hidden; i++) {
-      const float *row = gate_up + (i / hidden) * 2 * hidden;
-      const float g = row[i % hidden], up = row[hidden + i % hidden];
-      swiglu[i] = bf16 ? round1_bf16(round1_bf16(g / (1.0f + expf(-g))) * up) : g / (1.0f + expf(-g)) * up;
+        for (int64_t job = 0; job < set->rows * heads; job++) {
+          const int64_t r = job / heads, h = job % heads, t = first[r];
+          for (int64_t j = t; j < t + set->counts[r]; j++)
+            place_head(qkv + j * 3 * dim, h, dim, d, position[j], rope_cos, rope_sin, layer_keys, layer_values,
+                       key_at[j] + h * key_head, value_at[j] + h * value_head, bf16);
+          const int64_t s = set->shared ? set->shared[r] : 0;
+          if (coa_attend_rows(qkv + t * 3 * dim + h * d, layer_keys + ((key_at[t] + h * key_head) << shift),
+                              layer_values + ((value_at[t] + h * value_head) << shift), by_head + (h * T + t) * d,
+                              end + r, set->counts + r, 1, 1, d, 3 * dim, d, 0, key_head, 0, value_head,
+                              s ? layer_shared_keys + ((h * prefix->head) << shift) : NULL,
+                              s ? layer_shared_values + ((h * prefix->head) << shift) : NULL, s ? &s : NULL, 0, scale,
+                              1, bf16))
+            failed = 1;
+          for (int64_t j = t; j < t + set->counts[r]; j++)
+            for (int64_t c = 0; c < d; c++) {
+              const float y = by_head[(h * T + j) * d + c];
+              attended[j * dim + h * d + c] = bf16 ? round1_bf16(y) : y;
+            }
+        }
+      }
+      project(mats, batched, 4 * l + 1, attended, T, dim, dim, x, 1, bf16);
+      for (int64_t t = 0; t < T; t++) rms_norm(x + t * dim, norms[2 * l + 1], dim, eps, mine + t * dim, bf16);
+      project(mats, batched, 4 * l + 2, mine, T, dim, 2 * hidden, gate_up, 0, bf16);
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < T * hidden; i++) {
+        const float *row = gate_up + (i / hidden) * 2 * hidden;
+        const float g = row[i % hidden], up = row[hidden + i % hidden];
+        swiglu[i] = bf16 ? round1_bf16(round1_bf16(g / (1.0f + expf(-g))) * up) : g / (1.0f + expf(-g)) * up;
+      }
+      project(mats, batched, 4 * l + 3, swiglu, T, hidden, dim, x, 1, bf16);
     }
-    project(mats, batched, 4 * l + 3, swiglu, T, hidden, dim, x, 1, bf16);
   }
+  free(norms_of_threads);
   /* Only the selected ids' logits (all without `select`): the last norm and the output matrix for them. */
   const int64_t S = select ? selected : T;
   for (int64_t i = 0; i < S; i++)
