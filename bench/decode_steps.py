@@ -9,16 +9,14 @@ logit difference between the paths. In fp32 the kernel's steps are the native st
 PYTHONPATH=engine python bench/decode_steps.py [THREADS [PRESETS]]   e.g. 15 micro,tiny
 """
 
-import os
 import statistics
 import sys
 import time
 from unittest import mock
 
-os.environ.setdefault("GOMP_SPINCOUNT", "10000")  # as `python -m coa_engine` sets it
+from coa_engine import allocator, blas
 
-from coa_engine import allocator
-
+blas.limit_openmp_spin()  # before torch loads libgomp, as `python -m coa_engine` does
 allocator.tune_malloc()  # before torch allocates, as the engine does
 
 import torch  # noqa: E402

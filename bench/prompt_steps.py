@@ -16,23 +16,20 @@ step within a few fp32 ulps).
 PYTHONPATH=engine python bench/prompt_steps.py [ATTENTION_THREADS [PRESETS [REPEATS]]]   e.g. 2 micro,tiny 100
 """
 
-import os
 import statistics
 import sys
 import time
 from unittest import mock
 
-os.environ.setdefault("GOMP_SPINCOUNT", "10000")  # as `python -m coa_engine` sets it
+from coa_engine import allocator, blas
 
-from coa_engine import allocator
-
+blas.limit_openmp_spin()  # before torch loads libgomp, as `python -m coa_engine` does
 allocator.tune_malloc()  # before torch allocates, as the engine does
 
 import torch  # noqa: E402
 
 from coa_engine import attention  # noqa: E402
 from coa_engine import model as model_module  # noqa: E402
-from coa_engine.blas import set_blas_threads  # noqa: E402
 from coa_engine.model import KVCache, SharedPrefix, Transformer, preset_config  # noqa: E402
 
 ROWS, SHARED, NEW, CACHED = 32, 144, 121, 410
@@ -60,7 +57,7 @@ def main() -> None:
     presets = sys.argv[2].split(",") if len(sys.argv) > 2 else ["micro", "tiny"]
     repeats = int(sys.argv[3]) if len(sys.argv) > 3 else 100
     torch.set_num_threads(1)  # generation's one thread beside the client, as the engine runs it
-    set_blas_threads(1)
+    blas.set_blas_threads(1)
     attention.use_threads(threads)
     if attention.attention_kernel() is None:
         print(f"no fused kernel here ({attention.state()}): nothing to compare")

@@ -13,21 +13,19 @@ PYTHONPATH=engine python bench/row_step.py [THREADS [PRESETS [GAP_MS [DTYPE [ROW
 """
 
 import contextlib
-import os
 import statistics
 import sys
 import time
 from unittest import mock
 
-os.environ.setdefault("GOMP_SPINCOUNT", "10000")  # as `python -m coa_engine` sets it
+from coa_engine import allocator, blas
 
-from coa_engine import allocator
-
+blas.limit_openmp_spin()  # before torch loads libgomp, as `python -m coa_engine` does
 allocator.tune_malloc()  # before torch allocates, as the engine does
 
 import torch  # noqa: E402
 
-from coa_engine import attention, blas, row_step  # noqa: E402
+from coa_engine import attention, row_step  # noqa: E402
 from coa_engine import model as model_module  # noqa: E402
 from coa_engine.model import DecodeWeights, KVCache, Transformer, preset_config  # noqa: E402
 from coa_engine.precision import autocast  # noqa: E402

@@ -10,10 +10,9 @@ import os
 import sys
 import time
 
-os.environ.setdefault("GOMP_SPINCOUNT", "10000")  # as `python -m coa_engine` sets it
+from coa_engine import allocator, blas
 
-from coa_engine import allocator
-
+blas.limit_openmp_spin()  # before torch loads libgomp, as `python -m coa_engine` does
 allocator.tune_malloc()  # before torch allocates, as the engine does
 
 import torch  # noqa: E402

@@ -14,14 +14,20 @@ workers for the same cores. Two things follow, both measured on a 2-core AMD EPY
   `set_blas_threads` sets that pool along with torch's.
 
 With another BLAS (MKL, or OpenBLAS built for OpenMP, which share libgomp's pool) there is one pool,
-and these functions change nothing. This module does not import torch.
+and these functions change nothing. Which BLAS torch calls is read from its CPU library's ELF header
+(`torch_links_system_blas`): a machine may have the system OpenBLAS installed beside a torch that never
+calls it (a pip wheel, whose BLAS is MKL), where a shortened spin only costs. On a 16-core AMX Xeon with
+torch 2.11 from pip and Ubuntu's OpenBLAS, the spin shortened to 10,000 took a lone `tiny` request from
+2,069-2,139 to 1,301-1,951 tok/s through the server (docs/engine.md). This module does not import torch.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import importlib.util
 import os
+import struct
 from collections.abc import Callable, MutableMapping
 
 # Rounds a libgomp worker spins before it sleeps (libgomp's default is 300,000, about 3 ms): long
@@ -30,11 +36,69 @@ from collections.abc import Callable, MutableMapping
 OPENMP_SPIN = 10_000
 
 
+# The system BLAS's name, as a library that links it records it.
+SYSTEM_BLAS = "libblas.so.3"
+
+
+def elf_needed(path: str | os.PathLike) -> list[str]:
+    """The libraries an ELF64 little-endian shared object names as needed (its DT_NEEDED entries), read
+    from its program headers and dynamic section without loading it. ValueError if it is not one."""
+    with open(path, "rb") as f:
+        header = f.read(64)
+        if len(header) < 64 or header[:4] != b"\x7fELF" or header[4] != 2 or header[5] != 1:
+            raise ValueError(f"{path}: not a 64-bit little-endian ELF file")
+        (phoff,) = struct.unpack_from("<Q", header, 0x20)
+        phentsize, phnum = struct.unpack_from("<HH", header, 0x36)
+        f.seek(phoff)
+        table = f.read(phentsize * phnum)
+        # (type, offset, address, size in the file) of each segment
+        segments = [struct.unpack_from("<I4xQQ8xQ", table, i * phentsize) for i in range(phnum)]
+        dynamic = next((s for s in segments if s[0] == 2), None)  # PT_DYNAMIC
+        if dynamic is None:
+            return []
+        f.seek(dynamic[1])
+        raw = f.read(dynamic[3])
+        entries = [struct.unpack_from("<qQ", raw, i) for i in range(0, len(raw) - 15, 16)]
+        strtab = next((value for tag, value in entries if tag == 5), None)  # DT_STRTAB, an address
+        # The address as a file offset, through the loaded segment (PT_LOAD) that holds it.
+        at = None
+        for kind, off, addr, size in segments:
+            if kind == 1 and strtab is not None and addr <= strtab < addr + size:
+                at = off + strtab - addr
+        if at is None:
+            raise ValueError(f"{path}: its string table lies in no loaded segment")
+        names = []
+        for tag, value in entries:
+            if tag == 0:  # DT_NULL ends the array
+                break
+            if tag == 1:  # DT_NEEDED: an offset into the string table
+                f.seek(at + value)
+                names.append(f.read(256).split(b"\0", 1)[0].decode())
+        return names
+
+
+@functools.lru_cache(maxsize=None)
+def torch_links_system_blas() -> bool:
+    """Whether torch's CPU library (torch/lib/libtorch_cpu.so, found without importing torch) needs the
+    system BLAS: Debian's torch does; a pip wheel brings its own (MKL on x86-64). False where it cannot
+    be told."""
+    spec = importlib.util.find_spec("torch")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        try:
+            return SYSTEM_BLAS in elf_needed(os.path.join(folder, "lib", "libtorch_cpu.so"))
+        except (OSError, ValueError, struct.error):
+            continue
+    return False
+
+
 @functools.lru_cache(maxsize=None)
 def system_openblas() -> ctypes.CDLL | None:
-    """The system BLAS (what Debian's torch links) when it is OpenBLAS, else None."""
+    """The system BLAS when torch calls it (`torch_links_system_blas`: Debian's torch) and it is OpenBLAS,
+    else None."""
+    if not torch_links_system_blas():
+        return None
     try:
-        blas = ctypes.CDLL("libblas.so.3")
+        blas = ctypes.CDLL(SYSTEM_BLAS)
         blas.openblas_get_parallel  # noqa: B018 - the symbol only OpenBLAS has
     except (OSError, AttributeError):  # no system BLAS, or not OpenBLAS
         return None

@@ -10,7 +10,17 @@ from pathlib import Path
 
 import torch
 
-from coa_engine.blas import OPENMP_SPIN, blas_threads, limit_openmp_spin, openblas_pool
+from coa_engine import attention
+from coa_engine.blas import (
+    OPENMP_SPIN,
+    SYSTEM_BLAS,
+    blas_threads,
+    elf_needed,
+    limit_openmp_spin,
+    openblas_pool,
+    sgemm,
+    torch_links_system_blas,
+)
 from coa_engine.sampling import pin_threads
 
 ENGINE_ROOT = Path(__file__).resolve().parents[1]
@@ -60,6 +70,40 @@ class SpinTest(unittest.TestCase):
         result = json.loads(out.stdout.strip().splitlines()[-1])
         self.assertFalse(result["torch_loaded"])
         self.assertEqual(result["spin"], str(OPENMP_SPIN) if result["pool"] else None)
+
+
+class TorchsBlasTest(unittest.TestCase):
+    """Which BLAS torch calls, read from its library's ELF header before torch loads: a machine may have
+    the system OpenBLAS beside a torch that never calls it (a pip wheel), where the engine must neither
+    shorten libgomp's spin nor multiply through it."""
+
+    def test_a_librarys_needed_libraries(self):
+        try:
+            kernels = attention.build()
+        except (OSError, subprocess.CalledProcessError) as error:
+            self.skipTest(f"no kernels to read: {error}")
+        needed = elf_needed(kernels)
+        self.assertIn("libgomp.so.1", needed)  # linked with -fopenmp
+        self.assertIn("libc.so.6", needed)
+
+    def test_files_that_are_not_elf_are_refused(self):
+        with self.assertRaisesRegex(ValueError, "not a 64-bit little-endian ELF"):
+            elf_needed(__file__)
+        with self.assertRaises(OSError):
+            elf_needed(ENGINE_ROOT / "no-such-library.so")
+
+    def test_torch_links_the_system_blas_when_it_loaded_it(self):
+        """torch is imported here (above): the system BLAS is mapped into this process exactly where torch
+        needs it (the engine loads it only then: `system_openblas`)."""
+        maps = Path("/proc/self/maps").read_text() if Path("/proc/self/maps").exists() else None
+        if maps is None:
+            self.skipTest("no /proc/self/maps")
+        if torch_links_system_blas():
+            self.assertRegex(maps, r"libblas\.so\.3|openblas")  # the real file's name, as the system links it
+        else:
+            self.assertNotIn(SYSTEM_BLAS, maps)
+            self.assertIsNone(openblas_pool())
+            self.assertIsNone(sgemm())
 
 
 @unittest.skipIf(openblas_pool() is None, "torch's BLAS here is not OpenBLAS with its own pthreads pool")
