@@ -155,6 +155,36 @@ class RowStepTest(unittest.TestCase):
         self.assertEqual(calls, [1, 1, 1, 2, 2, 2])
         self.assertTrue(torch.equal(outs[0], outs[1]))
 
+    def test_rows_drafts_and_holes_the_same_bits_on_one_thread_or_two(self):
+        """Each attention job (a row and head) rotates and stores its own head's ids; every thread computes
+        the norms itself: the same logits, keys and values whatever the threads, in fp32 and bf16."""
+        model, threads = micro_model(seed=13), torch.get_num_threads()
+        prompts = [[1, 5, 9, 13], [1, *range(20, 50)], [1, 7], [1, *range(60, 75)]]
+        width = max(map(len, prompts))
+        ids = torch.tensor([p + [0] * (width - len(p)) for p in prompts])
+        step = torch.tensor([[3, 4, 5]] * len(prompts))
+        calls, real = [], RowStep.__call__
+        for dtype, cache_dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+            results = []
+            try:
+                for n in (1, 2):
+                    torch.set_num_threads(n)
+                    cache = KVCache.empty(model.config, len(prompts), 64, cache_dtype, holding=width)
+                    with torch.no_grad(), autocast(dtype):
+                        model(ids, cache, torch.tensor([len(p) for p in prompts]))
+                        with mock.patch.object(RowStep, "__call__", lambda *a: calls.append(1) or real(*a)):
+                            logits = model.decode(step, cache, counts=[1, 2, 0, 2])  # drafts, a hole
+                    results.append((logits, cache))
+            finally:
+                torch.set_num_threads(threads)
+            (a, ours), (b, theirs) = results
+            with self.subTest(dtype=dtype):
+                self.assertEqual(a.shape, (5, model.config.vocab_size))
+                self.assertTrue(torch.equal(a, b))
+                for k, v, k2, v2 in zip(ours.keys, ours.values, theirs.keys, theirs.values):
+                    self.assertTrue(torch.equal(k, k2) and torch.equal(v, v2))
+        self.assertEqual(len(calls), 4)  # natively, both dtypes on both thread counts
+
     def test_several_rows_each_as_alone(self):
         """Rows at different positions, one feeding a draft and one a hole, in one native call: each row's
         logits and keys as the TorchScript step computes them, and bit for bit as when each row runs on
