@@ -202,8 +202,8 @@ export async function run(): Promise<void> {
           `${after.cuda_graphs.captures} captured, ${after.cuda_graphs.replays} steps replayed`
         : "";
       // A one-row step on a CPU projects with fp32 matrices (packed copies in the native step,
-      // engine/coa_engine/row_step.py; RowWeights in model.py elsewhere). The native step reads them on
-      // generation's threads (--generation-threads): with more than one it may pass this bound.
+      // engine/coa_engine/row_step.py; RowWeights in model.py elsewhere). The native step of a lone row
+      // reads them on all of the engine's threads (--threads): with more than one it may pass this bound.
       const weightBytes = 4 * info.params;
       const batch1Bound =
         info.device === "cpu"

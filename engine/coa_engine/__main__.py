@@ -52,7 +52,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--generation-threads",
         type=int,
         help="the same while generating (default: --threads minus one, at least one: the client that "
-        "drives generation, an agent runtime and its tools, runs beside it)",
+        "drives generation, an agent runtime and its tools, runs beside it; a lone row, whose client waits "
+        "for it, takes all of --threads)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed for a fresh model's weights")
     p.add_argument("--max-seq-len", type=int, help="override a preset's context length")

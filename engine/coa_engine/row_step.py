@@ -83,9 +83,11 @@ class RowStep:
     # Threads: generation's (torch's count on the model thread, `--generation-threads`), not all of the
     # fused attention's: an OpenMP step whose second thread shares a core with the client waits for it
     # at every barrier (a `tiny` step with one core kept busy, 2 threads: median 4.8-5.8 ms, worse than
-    # TorchScript; 1 thread: 1.7-2.2 ms; docs/engine.md). With sgemm the products run on the BLAS's pool
-    # (sized to generation's, `blas.set_blas_threads`) and the attention on the fused attention's threads,
-    # whose calls of 16 MiB or more a batch reaches.
+    # TorchScript; 1 thread: 1.7-2.2 ms; docs/engine.md). A lone row takes the fused attention's (all of
+    # `--threads`): nothing else is decoding, so its client is waiting for it rather than running beside
+    # it (a lone `tiny` request on 2 cores: 404-416 tok/s on one thread, 624-1,061 on two). With sgemm
+    # the products run on the BLAS's pool (sized to generation's, `blas.set_blas_threads`) and the
+    # attention on the fused attention's threads, whose calls of 16 MiB or more a batch reaches.
     def __call__(
         self,
         rows: list[int],
@@ -129,12 +131,13 @@ class RowStep:
         if shared is not None:
             prefix = (pointers(shared[0]), pointers(shared[1]), longs(*shared[2]), shared[0][0].stride(0))
         chosen = (None, 0) if select is None else ((ctypes.c_int64 * len(select))(*select), len(select))
+        threads = attention.kernel_threads() if len(rows) == 1 else torch.get_num_threads()  # (above)
         status = attention.attention_kernel().coa_row_step(
             (ctypes.c_int64 * len(flat))(*flat), len(rows), longs(*rows), longs(*map(len, ids)), longs(*starts),
             self.embed.data_ptr(), self._matrices, self._plain, self._sgemm, GEMM_IDS, self._norms, self.cos.data_ptr(),
             self.sin.data_ptr(), pointers(keys), pointers(values), keys[0].stride(0), keys[0].stride(1),
             values[0].stride(0), values[0].stride(1), *prefix, self.layers, self.dim, self.heads, self.hidden,
-            self.vocab, self.eps, *chosen, logits.data_ptr(), torch.get_num_threads(), attention.kernel_threads(),
+            self.vocab, self.eps, *chosen, logits.data_ptr(), threads, attention.kernel_threads(),
             int(self.dtype == torch.bfloat16),
         )  # fmt: skip
         if status != 0:

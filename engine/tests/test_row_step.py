@@ -155,6 +155,33 @@ class RowStepTest(unittest.TestCase):
         self.assertEqual(calls, [1, 1, 1, 2, 2, 2])
         self.assertTrue(torch.equal(outs[0], outs[1]))
 
+    def test_a_lone_row_takes_the_attentions_threads(self):
+        """Generation's threads leave a core to the client running beside the engine; a lone row's client
+        is waiting for it, so its step takes the fused attention's threads (all of `--threads`)."""
+        model, threads = micro_model(seed=14), torch.get_num_threads()
+        calls, real = [], attention.attention_kernel()
+
+        class Recorder:
+            def coa_row_step(self, *args):
+                calls.append(args[-3])
+                return real.coa_row_step(*args)
+
+            def __getattr__(self, name):
+                return getattr(real, name)
+
+        cache = KVCache.empty(model.config, 2, 64, torch.float32, holding=4)
+        try:
+            torch.set_num_threads(1)
+            attention.use_threads(2)
+            with mock.patch.object(attention, "attention_kernel", Recorder), torch.no_grad():
+                model(torch.tensor([[1, 5, 9, 13], [1, 7, 8, 9]]), cache)
+                model.decode(torch.tensor([[3], [4]]), cache, counts=[1, 0])  # the other row a hole
+                model.decode(torch.tensor([3, 4]), cache)
+        finally:
+            attention.use_threads(None)
+            torch.set_num_threads(threads)
+        self.assertEqual(calls, [2, 1])
+
     def test_rows_drafts_and_holes_the_same_bits_on_one_thread_or_two(self):
         """Each attention job (a row and head) rotates and stores its own head's ids; every thread computes
         the norms itself: the same logits, keys and values whatever the threads, in fp32 and bf16."""

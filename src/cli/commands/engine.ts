@@ -25,7 +25,7 @@ export function register(program: Command): void {
     .option("--threads <n>", "torch threads, and OpenBLAS's own where it has a pool (default: all CPUs)")
     .option(
       "--generation-threads <n>",
-      "the same while generating (default: --threads minus one, at least 1)",
+      "the same while generating (default: --threads minus one, at least 1; a lone row's step takes all of --threads)",
     )
     .option(
       "--draft-tokens <n>",
