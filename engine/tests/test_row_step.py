@@ -2,6 +2,7 @@
 (`decode_tokens`) that every other step runs: the same logits and cache writes, taken exactly where it
 applies."""
 
+import contextlib
 import unittest
 from unittest import mock
 
@@ -32,6 +33,36 @@ def dtype_of(cache_dtype: torch.dtype) -> str:
 def torch_step():
     """The TorchScript step for one row as well (no native step)."""
     return mock.patch.object(model_module.DecodeWeights, "row_step", lambda self: None)
+
+
+@contextlib.contextmanager
+def recorded_threads():
+    """The thread count each native step is given (`coa_row_step`'s `threads`), in order."""
+    calls, real = [], attention.attention_kernel()
+
+    class Recorder:
+        def coa_row_step(self, *args):
+            calls.append(args[-3])
+            return real.coa_row_step(*args)
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+    with mock.patch.object(attention, "attention_kernel", Recorder):
+        yield calls
+
+
+@contextlib.contextmanager
+def threads_of(generation: int, attending: int):
+    """Generation's threads (torch's count here) and the fused attention's (`attention.use_threads`)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(generation)
+    attention.use_threads(attending)
+    try:
+        yield
+    finally:
+        attention.use_threads(None)
+        torch.set_num_threads(before)
 
 
 class RowStepTest(unittest.TestCase):
@@ -129,88 +160,53 @@ class RowStepTest(unittest.TestCase):
                     torch.testing.assert_close(k.float(), k2.float(), rtol=0, atol=atol)
 
     def test_the_same_bits_on_one_thread_or_two(self):
-        """The step runs on generation's threads (torch's count on the calling thread); how its blocks and
+        """The step runs on the threads it is given (a lone row: the fused attention's); how its blocks and
         heads are shared among them changes no sum."""
         model = micro_model(seed=12)
-        outs, threads = [], torch.get_num_threads()
-        calls = []
-        real = attention.attention_kernel()
-
-        class Recorder:
-            def coa_row_step(self, *args):
-                calls.append(args[-3])
-                return real.coa_row_step(*args)
-
-            def __getattr__(self, name):
-                return getattr(real, name)
-
-        try:
-            with mock.patch.object(attention, "attention_kernel", Recorder):
-                for n in (1, 2):
-                    torch.set_num_threads(n)
+        outs = []
+        with recorded_threads() as calls:
+            for n in (1, 2):
+                with threads_of(n, n):
                     (native, _), _ = self.decode_both(model, [[1, *range(30, 70)]], feeding=0, steps=3)
-                    outs.append(torch.cat(native))
-        finally:
-            torch.set_num_threads(threads)
+                outs.append(torch.cat(native))
         self.assertEqual(calls, [1, 1, 1, 2, 2, 2])
         self.assertTrue(torch.equal(outs[0], outs[1]))
 
     def test_a_lone_row_takes_the_attentions_threads(self):
         """Generation's threads leave a core to the client running beside the engine; a lone row's client
         is waiting for it, so its step takes the fused attention's threads (all of `--threads`)."""
-        model, threads = micro_model(seed=14), torch.get_num_threads()
-        calls, real = [], attention.attention_kernel()
-
-        class Recorder:
-            def coa_row_step(self, *args):
-                calls.append(args[-3])
-                return real.coa_row_step(*args)
-
-            def __getattr__(self, name):
-                return getattr(real, name)
-
+        model = micro_model(seed=14)
         cache = KVCache.empty(model.config, 2, 64, torch.float32, holding=4)
-        try:
-            torch.set_num_threads(1)
-            attention.use_threads(2)
-            with mock.patch.object(attention, "attention_kernel", Recorder), torch.no_grad():
-                model(torch.tensor([[1, 5, 9, 13], [1, 7, 8, 9]]), cache)
-                model.decode(torch.tensor([[3], [4]]), cache, counts=[1, 0])  # the other row a hole
-                model.decode(torch.tensor([3, 4]), cache)
-        finally:
-            attention.use_threads(None)
-            torch.set_num_threads(threads)
+        with recorded_threads() as calls, threads_of(1, 2), torch.no_grad():
+            model(torch.tensor([[1, 5, 9, 13], [1, 7, 8, 9]]), cache)
+            model.decode(torch.tensor([[3], [4]]), cache, counts=[1, 0])  # the other row a hole
+            model.decode(torch.tensor([3, 4]), cache)
         self.assertEqual(calls, [2, 1])
 
     def test_rows_drafts_and_holes_the_same_bits_on_one_thread_or_two(self):
         """Each attention job (a row and head) rotates and stores its own head's ids; every thread computes
         the norms itself: the same logits, keys and values whatever the threads, in fp32 and bf16."""
-        model, threads = micro_model(seed=13), torch.get_num_threads()
+        model = micro_model(seed=13)
         prompts = [[1, 5, 9, 13], [1, *range(20, 50)], [1, 7], [1, *range(60, 75)]]
         width = max(map(len, prompts))
         ids = torch.tensor([p + [0] * (width - len(p)) for p in prompts])
         step = torch.tensor([[3, 4, 5]] * len(prompts))
-        calls, real = [], RowStep.__call__
-        for dtype, cache_dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
-            results = []
-            try:
+        with recorded_threads() as calls:
+            for dtype, cache_dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+                results = []
                 for n in (1, 2):
-                    torch.set_num_threads(n)
                     cache = KVCache.empty(model.config, len(prompts), 64, cache_dtype, holding=width)
-                    with torch.no_grad(), autocast(dtype):
+                    with threads_of(n, n), torch.no_grad(), autocast(dtype):
                         model(ids, cache, torch.tensor([len(p) for p in prompts]))
-                        with mock.patch.object(RowStep, "__call__", lambda *a: calls.append(1) or real(*a)):
-                            logits = model.decode(step, cache, counts=[1, 2, 0, 2])  # drafts, a hole
+                        logits = model.decode(step, cache, counts=[1, 2, 0, 2])  # drafts, a hole
                     results.append((logits, cache))
-            finally:
-                torch.set_num_threads(threads)
-            (a, ours), (b, theirs) = results
-            with self.subTest(dtype=dtype):
-                self.assertEqual(a.shape, (5, model.config.vocab_size))
-                self.assertTrue(torch.equal(a, b))
-                for k, v, k2, v2 in zip(ours.keys, ours.values, theirs.keys, theirs.values):
-                    self.assertTrue(torch.equal(k, k2) and torch.equal(v, v2))
-        self.assertEqual(len(calls), 4)  # natively, both dtypes on both thread counts
+                (a, ours), (b, theirs) = results
+                with self.subTest(dtype=dtype):
+                    self.assertEqual(a.shape, (5, model.config.vocab_size))
+                    self.assertTrue(torch.equal(a, b))
+                    for k, v, k2, v2 in zip(ours.keys, ours.values, theirs.keys, theirs.values):
+                        self.assertTrue(torch.equal(k, k2) and torch.equal(v, v2))
+        self.assertEqual(calls, [1, 2, 1, 2])  # natively, both dtypes on both thread counts
 
     def test_several_rows_each_as_alone(self):
         """Rows at different positions, one feeding a draft and one a hole, in one native call: each row's
