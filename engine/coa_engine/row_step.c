@@ -187,14 +187,19 @@ INLINE int row_step(const int64_t *ids, const row_set *set, const float *embed, 
    * queries, no positions). */
   const int batched = mats->sgemm && T >= mats->gemm_from;
   const int64_t span = batched ? set->index[set->rows - 1] + 1 : 0;
-  /* Per id: the stream x, its norm, q k v, the attention's output (also per head: `by_head`), the gate
-   * and up projections, and SwiGLU's product of them; then per id its position and its row's offsets
-   * in the cache, per row its first id and its positions after the step, and the one call's arguments. */
-  float *buffer = malloc(sizeof(float) * (size_t)(T * (dim + dim + 3 * dim + dim + dim + 2 * hidden + hidden)));
+  /* Per id: the stream x, q k v, the attention's output (also per head, `by_head`, without the BLAS), the
+   * gate and up projections and SwiGLU's product of them; then its norm, one copy per thread of the region
+   * (`normed`: every thread computes the norms itself rather than one computing them while the others
+   * wait at a barrier; the first copy also holds the last norm). Then per id its position and its row's
+   * offsets in the cache, per row its first id and its positions after the step, and the one call's
+   * arguments. */
+  const int64_t copies = batched ? 1 : threads, by_head_floats = batched ? 0 : T * dim;
+  float *buffer = malloc(sizeof(float) *
+                         (size_t)(T * (dim + 3 * dim + dim + 2 * hidden + hidden) + by_head_floats + copies * T * dim));
   int64_t *where = malloc(sizeof(int64_t) * (size_t)(3 * T + 2 * set->rows + 3 * span + 1));
   if (!buffer || !where) return free(buffer), free(where), -1;
-  float *x = buffer, *normed = x + T * dim, *qkv = normed + T * dim, *attended = qkv + T * 3 * dim;
-  float *by_head = attended + T * dim, *gate_up = by_head + T * dim, *swiglu = gate_up + T * 2 * hidden;
+  float *x = buffer, *qkv = x + T * dim, *attended = qkv + T * 3 * dim, *by_head = attended + T * dim;
+  float *gate_up = by_head + by_head_floats, *swiglu = gate_up + T * 2 * hidden, *normed = swiglu + T * hidden;
   int64_t *position = where, *key_at = position + T, *value_at = key_at + T, *first = value_at + T, *end = first + set->rows;
   int64_t *all_ends = end + set->rows, *all_counts = all_ends + span, *all_shared = all_counts + span;
   memset(all_ends, 0, sizeof(int64_t) * (size_t)(3 * span));
@@ -215,10 +220,6 @@ INLINE int row_step(const int64_t *ids, const row_set *set, const float *embed, 
   for (int64_t t = 0; t < T; t++) memcpy(x + t * dim, embed + ids[t] * dim, sizeof(float) * (size_t)dim);
   const float scale = 1.0f / sqrtf((float)d);
   int failed = 0;
-  /* Each thread's own copy of the products' normed input (`mine`): every thread computes the norms itself
-   * rather than one computing them while the others wait at a barrier. */
-  float *norms_of_threads = malloc(sizeof(float) * (size_t)((batched ? 1 : threads) * T * dim));
-  if (!norms_of_threads) return free(buffer), free(where), -1;
   /* With the BLAS no region of our own: its products run on its pool, the attention on its threads.
    * Otherwise, for a few ids, the region's barriers are much of its cost on many cores: six a layer, one
    * after each product, the attention and SwiGLU (ten before the norms went to every thread and the
@@ -226,9 +227,9 @@ INLINE int row_step(const int64_t *ids, const row_set *set, const float *embed, 
 #pragma omp parallel num_threads(threads) if (threads > 1 && !batched)
   {
 #ifdef _OPENMP
-    float *mine = norms_of_threads + omp_get_thread_num() * T * dim;
+    float *mine = normed + omp_get_thread_num() * T * dim;
 #else
-    float *mine = norms_of_threads;
+    float *mine = normed;
 #endif
     for (int64_t l = 0; l < layers; l++) {
       char *layer_keys = keys[l], *layer_values = values[l];
@@ -283,7 +284,6 @@ INLINE int row_step(const int64_t *ids, const row_set *set, const float *embed, 
       project(mats, batched, 4 * l + 3, swiglu, T, hidden, dim, x, 1, bf16);
     }
   }
-  free(norms_of_threads);
   /* Only the selected ids' logits (all without `select`): the last norm and the output matrix for them. */
   const int64_t S = select ? selected : T;
   for (int64_t i = 0; i < S; i++)
