@@ -6,7 +6,13 @@
  */
 export * from "./distill/index.js";
 export * from "./eval/index.js";
-export { type ModelClient, type OpenModelOptions, openModel } from "./model/index.js";
+export {
+  type EngineLaunch,
+  launchModel,
+  type ModelClient,
+  type OpenModelOptions,
+  openModel,
+} from "./model/index.js";
 export * from "./protocol/index.js";
 export * from "./runtime/index.js";
 export {

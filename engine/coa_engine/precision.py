@@ -21,10 +21,13 @@ from .blas import blas_threads, set_blas_threads
 TIMED_ROWS = 512
 
 
-def linear_flops(dtype: torch.dtype, shapes: list[tuple[int, int]], rows: int = TIMED_ROWS, seconds: float = 0.05) -> float:
+def linear_flops(dtype: torch.dtype, shapes: list[tuple[int, int]], rows: int = TIMED_ROWS, seconds: float | None = None) -> float:
     """Measured FLOP/s of `[rows, in] x [in, out]` for each (in, out) of `shapes`, as training computes
     them: `F.linear` on fp32 weights, under bf16 autocast for bf16 (so each call's weight cast counts).
-    After a warm-up: a process's first bf16 calls build their kernels and run up to fifty times slower."""
+    After a warm-up: a process's first bf16 calls build their kernels and run up to fifty times slower.
+    Timed for at least `seconds`, by default 0.05 s on TIMED_ROWS rows and as much less as there are
+    fewer rows: the first look's (PROBE_ROWS) fp32 then times 6 ms, not 50, of every engine's start."""
+    seconds = 0.05 * rows / TIMED_ROWS if seconds is None else seconds
     weights = [torch.randn(n_out, n_in) * 0.02 for n_in, n_out in shapes]
     inputs = [torch.randn(rows, n_in) for n_in, _ in shapes]
 

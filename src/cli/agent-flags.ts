@@ -1,11 +1,10 @@
 import { readFile } from "node:fs/promises";
 import type { Command } from "commander";
-import pc from "picocolors";
 import { z } from "zod";
 import { openModel } from "../model/index.js";
 import { DIALECTS, DialectName, ProfileName } from "../protocol/index.js";
-import { type Budget, DEFAULT_BUDGET, type RunOptions, type Sampling } from "../runtime/index.js";
-import { CorpusIndex, createToolset } from "../tools/index.js";
+import { type Budget, DEFAULT_BUDGET, type Sampling } from "../runtime/defaults/index.js";
+import type { RunOptions } from "../runtime/index.js";
 import {
   CHAT_TEMPLATE_OPTION,
   ChatTemplate,
@@ -28,7 +27,8 @@ const Seconds = z.coerce.number().positive();
 
 /**
  * The flags every command that runs the agent takes (`coa run`, `coa serve`): which model, which
- * tools, which budgets and sampling. One definition, so both commands read them the same way.
+ * tools, which budgets and sampling. One definition, so both commands read them the same way. Light to
+ * import (no tools, no agent loop): `coa eval` declares its flags from it before loading those.
  */
 export const AgentFlags = z.object({
   model: z.string().min(1),
@@ -161,34 +161,6 @@ export async function agentPrompt(
     ? (await readFile(flags.systemPromptFile, "utf8")).trim()
     : undefined;
   return { dialect: flags.dialect, ...(systemPrompt === undefined ? {} : { systemPrompt }) };
-}
-
-/**
- * The profile's tools. The corpus index is opened now, so a bad corpus fails before the model runs
- * rather than inside a tool call.
- */
-export async function openAgentTools(
-  flags: AgentFlags,
-  print: (line: string) => void,
-): Promise<RunOptions["tools"]> {
-  let index: CorpusIndex | undefined;
-  if (flags.corpus) {
-    const opened = await CorpusIndex.open(flags.corpus);
-    if (!opened.reused) print(pc.dim(`indexed ${flags.corpus}`));
-    index = opened.index;
-  }
-  return createToolset({
-    profile: flags.profile,
-    index,
-    search: {
-      provider: flags.search,
-      baseUrl: flags.searchUrl,
-      apiKey: flags.search === "serper" ? process.env.SERPER_API_KEY : undefined,
-      topK: flags.searchTopK,
-    },
-    crawl: { offline: flags.offline },
-    code: { unsafeNoSandbox: flags.unsafeNoSandbox },
-  });
 }
 
 /** The episode wall-time limit in milliseconds: `--max-time`, or the runtime's default. */

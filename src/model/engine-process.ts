@@ -13,6 +13,8 @@ export interface EngineProcessOptions {
   /** Receives every log line the engine writes. */
   onLog: (line: string) => void;
   startTimeoutMs: number;
+  /** Ends the start: the process is killed and `start` rejects, unless it already listens. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -69,17 +71,32 @@ export class EngineProcess {
         proc.kill();
         reject(proc.error(`the engine did not start listening within ${options.startTimeoutMs} ms`));
       }, options.startTimeoutMs);
+      // Rejects once the killed process is gone, as every failed start does (below).
+      let cancelled = false;
+      const cancel = () => {
+        cancelled = true;
+        proc.kill();
+      };
+      options.signal?.addEventListener("abort", cancel, { once: true });
+      const settled = () => {
+        clearTimeout(timer);
+        options.signal?.removeEventListener("abort", cancel);
+      };
       const lines = createInterface({ input: child.stdout });
       lines.on("line", (line) => {
         const ready = Listening.safeParse(safeJson(line));
         if (ready.success) {
-          clearTimeout(timer);
+          settled();
           resolve(ready.data.url);
         } else options.onLog(line);
       });
       proc.exited.then(() => {
-        clearTimeout(timer);
-        reject(proc.error("the engine exited before it was ready"));
+        settled();
+        reject(
+          cancelled
+            ? new Error("the engine's start was cancelled")
+            : proc.error("the engine exited before it was ready"),
+        );
       });
     });
     return { process: proc, url };

@@ -5,9 +5,11 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tagTokens } from "../protocol/index.js";
 import { BYTE_TOKENIZER_NAME, ByteTokenizer, EOS_ID } from "./byte-tokenizer.js";
-import { Engine } from "./engine.js";
+import { Engine, EngineLaunch } from "./engine.js";
 import { readCheckpointManifest } from "./engine-checkpoint.js";
 import { ModelHttpError } from "./errors.js";
+import { launchModel, openModel } from "./open.js";
+import { engineChildren } from "./testing/index.js";
 
 const quiet = { onLog: () => {}, maxSeqLen: 512 };
 const specialsFile = new URL("../../engine/coa_engine/specials.json", import.meta.url);
@@ -332,6 +334,31 @@ describe("Engine process", () => {
     const err = await Engine.start({ checkpoint: "/nonexistent/ckpt" }, quiet).catch((e: Error) => e);
     expect(err).toBeInstanceOf(Error);
     expect((err as Error).message).toMatch(/exited before it was ready.*code 1.*no checkpoint manifest/s);
+  });
+
+  it("starts before it is opened: openModel takes a launch over, cancel stops one nobody opened", async () => {
+    expect(launchModel("http://127.0.0.1:1/v1")).toBeUndefined();
+    const launched = launchModel("engine:micro", { engine: quiet })!;
+    // Another spec than the launch's is refused before anything is taken over.
+    await expect(openModel("engine:tiny", { launched })).rejects.toThrow(/not the engine launched/);
+    const engine = (await openModel("engine:micro", { launched })) as Engine;
+    expect((await engine.complete({ prompt: "<think>", maxTokens: 2 })).choices).toHaveLength(1);
+    await launched.cancel(); // taken over: its engine stops it, not the launch
+    expect(engine.crashReason).toBeNull();
+    expect((await engine.complete({ prompt: "<think>", maxTokens: 2 })).choices).toHaveLength(1);
+    await expect(Engine.open(launched)).rejects.toThrow(/already opened/);
+    await engine.close();
+
+    // Cancelled while it starts: killed then, not waited for until it listens.
+    const logs: string[] = [];
+    const spare = EngineLaunch.start({ preset: "micro" }, { ...quiet, onLog: (l) => logs.push(l) });
+    while ((await engineChildren()).length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    await spare.cancel();
+    expect(await engineChildren()).toEqual([]);
+    expect(logs.join("\n")).not.toMatch(/listening/); // python was still importing torch
+    await expect(Engine.open(spare)).rejects.toThrow(/already opened/);
+    // A launch that fails, never opened, rejects nothing unhandled; cancelling it is quiet.
+    await EngineLaunch.start({ checkpoint: "/nonexistent/ckpt" }, quiet).cancel();
   });
 
   it("dies loudly, is not restarted, and a kill during a save leaves the previous checkpoint loadable", async () => {

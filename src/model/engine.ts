@@ -80,6 +80,84 @@ export interface EngineOptions {
 
 const defaultLog = (line: string) => process.stderr.write(`[engine] ${line}\n`);
 
+/** The engine's command line for a source and options. */
+function engineArgs(source: EngineSource, options: EngineOptions): string[] {
+  const args = ["--port", String(options.port ?? 0)];
+  if ("preset" in source) args.push("--preset", source.preset);
+  else if ("checkpoint" in source) args.push("--checkpoint", path.resolve(source.checkpoint));
+  else args.push("--hf-model", source.hfModel);
+  if (!("hfModel" in source)) args.push("--tags", JSON.stringify(tagTokens()));
+  if (options.dtype) args.push("--dtype", options.dtype);
+  if (options.device) args.push("--device", options.device);
+  if (options.threads) args.push("--threads", String(options.threads));
+  if (options.generationThreads) args.push("--generation-threads", String(options.generationThreads));
+  if (options.seed !== undefined) args.push("--seed", String(options.seed));
+  if (options.maxSeqLen) args.push("--max-seq-len", String(options.maxSeqLen));
+  if (options.tokenizer) args.push("--tokenizer", path.resolve(options.tokenizer));
+  if (options.maxBatch) args.push("--max-batch", String(options.maxBatch));
+  if (options.maxQueue) args.push("--max-queue", String(options.maxQueue));
+  if (options.kvCacheMb) args.push("--kv-cache-mb", String(options.kvCacheMb));
+  if (options.draftTokens !== undefined) args.push("--draft-tokens", String(options.draftTokens));
+  if (options.logRequests) args.push("--log-requests");
+  return args;
+}
+
+/**
+ * An engine process on its way up: started by `EngineLaunch.start`, connected to by `Engine.open`, which
+ * takes it over. Its start (~2 s, most of it Python importing torch) then overlaps whatever the
+ * caller loads meanwhile (`coa eval` loads its tools and tasks). `cancel` stops one nobody opened.
+ */
+export class EngineLaunch {
+  private claimed = false;
+
+  private constructor(
+    readonly source: EngineSource,
+    readonly options: EngineOptions,
+    private readonly started: Promise<{ process: EngineProcess; url: string }>,
+    private readonly abort: AbortController,
+  ) {
+    // A failed start is reported to whoever claims it, not as an unhandled rejection before then.
+    started.catch(() => {});
+  }
+
+  /** Starts the engine process without waiting for it to listen. */
+  static start(source: EngineSource, options: EngineOptions = {}): EngineLaunch {
+    const abort = new AbortController();
+    const started = (async () => {
+      const python = options.python ? { python: options.python } : await findPython(pythonCandidates());
+      abort.signal.throwIfAborted();
+      return EngineProcess.start({
+        python: python.python,
+        args: engineArgs(source, options),
+        root: engineRoot(),
+        onLog: options.onLog ?? defaultLog,
+        startTimeoutMs: options.startTimeoutMs ?? 120_000,
+        signal: abort.signal,
+      });
+    })();
+    return new EngineLaunch(source, options, started, abort);
+  }
+
+  /** The process once it listens, for its one taker (`Engine.open`); rejects as the start failed. */
+  claim(): Promise<{ process: EngineProcess; url: string }> {
+    if (this.claimed) return Promise.reject(new Error("this engine launch was already opened"));
+    this.claimed = true;
+    return this.started;
+  }
+
+  /**
+   * Stops the process unless it was claimed (its Engine stops it then): killed at once while it
+   * starts, asked to exit once it listens. Safe to call twice.
+   */
+  async cancel(): Promise<void> {
+    if (this.claimed) return;
+    this.claimed = true;
+    this.abort.abort();
+    const started = await this.started.catch(() => null);
+    await started?.process.stop();
+  }
+}
+
 /**
  * The embedded PyTorch engine as a child process on loopback HTTP. It is a ModelClient exactly like a
  * vLLM server (completions go through OpenAICompatibleClient), plus typed training, scoring and
@@ -128,32 +206,13 @@ export class Engine implements ModelClient {
     this.control = new JsonHttp({ timeoutMs: 24 * 3600_000, maxRetries: 0, concurrency: 4 });
   }
 
-  static async start(source: EngineSource, options: EngineOptions = {}): Promise<Engine> {
-    const python = options.python ? { python: options.python } : await findPython(pythonCandidates());
-    const args = ["--port", String(options.port ?? 0)];
-    if ("preset" in source) args.push("--preset", source.preset);
-    else if ("checkpoint" in source) args.push("--checkpoint", path.resolve(source.checkpoint));
-    else args.push("--hf-model", source.hfModel);
-    if (!("hfModel" in source)) args.push("--tags", JSON.stringify(tagTokens()));
-    if (options.dtype) args.push("--dtype", options.dtype);
-    if (options.device) args.push("--device", options.device);
-    if (options.threads) args.push("--threads", String(options.threads));
-    if (options.generationThreads) args.push("--generation-threads", String(options.generationThreads));
-    if (options.seed !== undefined) args.push("--seed", String(options.seed));
-    if (options.maxSeqLen) args.push("--max-seq-len", String(options.maxSeqLen));
-    if (options.tokenizer) args.push("--tokenizer", path.resolve(options.tokenizer));
-    if (options.maxBatch) args.push("--max-batch", String(options.maxBatch));
-    if (options.maxQueue) args.push("--max-queue", String(options.maxQueue));
-    if (options.kvCacheMb) args.push("--kv-cache-mb", String(options.kvCacheMb));
-    if (options.draftTokens !== undefined) args.push("--draft-tokens", String(options.draftTokens));
-    if (options.logRequests) args.push("--log-requests");
-    const { process: proc, url } = await EngineProcess.start({
-      python: python.python,
-      args,
-      root: engineRoot(),
-      onLog: options.onLog ?? defaultLog,
-      startTimeoutMs: options.startTimeoutMs ?? 120_000,
-    });
+  static start(source: EngineSource, options: EngineOptions = {}): Promise<Engine> {
+    return Engine.open(EngineLaunch.start(source, options));
+  }
+
+  /** Connects to a launched engine once it listens (`EngineLaunch`); stops it if that fails. */
+  static async open(launch: EngineLaunch): Promise<Engine> {
+    const { process: proc, url } = await launch.claim();
     try {
       const http = new JsonHttp(HEALTH);
       const info = parseWire(EngineInfo, await http.get(`${url}/info`), `${url}/info`);
@@ -161,7 +220,7 @@ export class Engine implements ModelClient {
         info.backend === "coa"
           ? parseWire(TokenizerSpec, await http.get(`${url}/tokenizer`), `${url}/tokenizer`)
           : null;
-      return new Engine(proc, url, info, spec, options);
+      return new Engine(proc, url, info, spec, launch.options);
     } catch (err) {
       await proc.stop();
       throw err;

@@ -1,6 +1,6 @@
 import { ByteTokenizer } from "./byte-tokenizer.js";
 import { detectServer } from "./detect.js";
-import { Engine, type EngineOptions, type EngineSource } from "./engine.js";
+import { Engine, EngineLaunch, type EngineOptions, type EngineSource } from "./engine.js";
 import { EnginePreset } from "./engine-api.js";
 import { JsonHttp } from "./json-http.js";
 import type { NativeFamily } from "./native-wire.js";
@@ -31,6 +31,8 @@ export interface OpenModelOptions {
   signal?: AbortSignal;
   /** For `engine` specs: how to start the engine. */
   engine?: EngineOptions;
+  /** For `engine` specs: the engine `launchModel` started for this spec, taken over instead of a new one. */
+  launched?: EngineLaunch;
 }
 
 /** What a `--model` value names. */
@@ -53,14 +55,39 @@ export function parseModelSpec(spec: string): ModelSpec {
   return { kind: "engine", source: preset.success ? { preset: preset.data } : { checkpoint: target } };
 }
 
+/** The options an `engine` spec's engine starts with. */
+const engineOptions = (options: OpenModelOptions): EngineOptions => ({
+  ...options.engine,
+  timeoutMs: options.engine?.timeoutMs ?? options.timeoutMs,
+});
+
+/**
+ * Starts the engine a `--model` value names, without waiting for it, so that its start overlaps the
+ * caller's own loading; undefined for a server's URL. Hand it to `openModel` as `launched`, or `cancel`
+ * it if that never happens.
+ */
+export function launchModel(
+  spec: string,
+  options: Pick<OpenModelOptions, "engine" | "timeoutMs"> = {},
+): EngineLaunch | undefined {
+  const parsed = parseModelSpec(spec);
+  return parsed.kind === "engine" ? EngineLaunch.start(parsed.source, engineOptions(options)) : undefined;
+}
+
 /** Opens the model a `--model` value names; close it when done. */
 export async function openModel(spec: string, options: OpenModelOptions = {}): Promise<ModelClient> {
   const parsed = parseModelSpec(spec);
+  if (
+    options.launched &&
+    (parsed.kind !== "engine" || JSON.stringify(parsed.source) !== JSON.stringify(options.launched.source))
+  )
+    throw new Error(
+      `--model ${spec} is not the engine launched (${JSON.stringify(options.launched.source)})`,
+    );
   if (parsed.kind === "engine")
-    return Engine.start(parsed.source, {
-      ...options.engine,
-      timeoutMs: options.engine?.timeoutMs ?? options.timeoutMs,
-    });
+    return options.launched
+      ? Engine.open(options.launched)
+      : Engine.start(parsed.source, engineOptions(options));
   const base = {
     baseUrl: parsed.baseUrl,
     apiKey: options.apiKey,

@@ -9,7 +9,8 @@ import { loadTasks } from "../../tasks/index.js";
 import { worldFixture } from "../../teacher/testing.js";
 import { parseFlags } from "../flags.js";
 import { CompareCostsFlags, runCompareCosts } from "./compare-costs.js";
-import { EvalFlags, runEval } from "./eval.js";
+import { EvalFlags } from "./eval.js";
+import { runEval } from "./eval-run.js";
 import { TeachFlags, teach } from "./teach.js";
 import { runTeam, TeamFlags } from "./team.js";
 

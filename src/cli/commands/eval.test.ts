@@ -1,12 +1,14 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Command } from "commander";
 import { describe, expect, it } from "vitest";
 import { costSummary, type EvalSummary, successMetrics } from "../../eval/index.js";
-import { Engine } from "../../model/index.js";
-import { FixtureServer } from "../../model/testing/index.js";
+import { Engine, findPython } from "../../model/index.js";
+import { engineChildren, FixtureServer } from "../../model/testing/index.js";
 import { parseFlags } from "../flags.js";
-import { defaultConcurrency, EvalFlags, formatEvalSummary, runEval } from "./eval.js";
+import { EvalFlags, register } from "./eval.js";
+import { defaultConcurrency, formatEvalSummary, runEval } from "./eval-run.js";
 
 const sample = (correct: boolean) => ({ correct, error: null, selfScore: null });
 
@@ -85,5 +87,29 @@ describe("coa eval --retries and --request-timeout (issue 22, item 6)", () => {
       await fixture.close();
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("coa eval's engine", () => {
+  it("is stopped when the run fails before taking it over", async () => {
+    // Python found already (it is remembered per process), so the engine spawns before the tasks are read.
+    await findPython();
+    const program = new Command().exitOverride();
+    register(program);
+    const missing = join(tmpdir(), "coa-eval-no-such-tasks.jsonl");
+    const run = program.parseAsync([
+      "node",
+      "coa",
+      "eval",
+      "--model",
+      "engine:micro",
+      "--tasks",
+      missing,
+      "--out",
+      tmpdir(),
+    ]);
+    await expect(run).rejects.toThrow(/coa-eval-no-such-tasks/);
+    // The failed run killed it, rather than leave it to this process's exit.
+    expect(await engineChildren()).toEqual([]);
   });
 });

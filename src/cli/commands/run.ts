@@ -17,9 +17,9 @@ import {
   agentSampling,
   maxTimeMs,
   openAgentModel,
-  openAgentTools,
   toolTimeoutMs,
 } from "../agent-flags.js";
+import { openAgentTools } from "../agent-tools.js";
 import { modelApiKey, parseFlags } from "../flags.js";
 
 /** The flags of `coa run`, checked at the edge. */

@@ -14,9 +14,9 @@ import {
   agentPrompt,
   agentSampling,
   openAgentModel,
-  openAgentTools,
   toolTimeoutMs,
 } from "../agent-flags.js";
+import { openAgentTools } from "../agent-tools.js";
 import { modelApiKey, parseFlags } from "../flags.js";
 
 export const ServeFlags = AgentFlags.extend({

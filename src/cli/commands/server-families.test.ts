@@ -13,7 +13,8 @@ import {
 import { renderPrompt } from "../../protocol/index.js";
 import { RunTrajectory } from "../../runtime/index.js";
 import { parseFlags } from "../flags.js";
-import { EvalFlags, runEval } from "./eval.js";
+import { EvalFlags } from "./eval.js";
+import { runEval } from "./eval-run.js";
 import { runQuestion } from "./run.js";
 
 // Issue 21, item 4: `coa run` and `coa eval`, without flags, against a fake of each server family.
