@@ -1,3 +1,5 @@
+// `coa eval`'s flags and command. The evaluation itself is eval-run.ts, imported when the command runs,
+// after it has started the engine: this module loads no tools, tasks or runtime, only what the flags need.
 import { stat } from "node:fs/promises";
 import type { Command } from "commander";
 import { z } from "zod";
