@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import type { Command } from "commander";
 import { z } from "zod";
-import { openModel } from "../model/index.js";
+import { type EngineLaunch, openModel } from "../model/index.js";
 import { DIALECTS, DialectName, ProfileName } from "../protocol/index.js";
 import { type Budget, DEFAULT_BUDGET, type Sampling } from "../runtime/defaults/index.js";
 import type { RunOptions } from "../runtime/index.js";
@@ -130,15 +130,18 @@ export function addEpisodeOptions(command: Command, maxTokensHelp: string): Comm
 
 /**
  * Opens `--model` as the flags say; `apiKey` is the model server's bearer key, `notice` hears each
- * fallback found in the server (text mode, chat route, no chat template).
+ * fallback found in the server (text mode, chat route, no chat template), `launched` is the engine
+ * already starting for it (`withLaunchedModel`).
  */
 export function openAgentModel(
   flags: AgentFlags,
   apiKey: string | undefined,
   signal?: AbortSignal,
   notice?: (line: string) => void,
+  launched?: EngineLaunch,
 ) {
   return openModel(flags.model, {
+    launched,
     modelName: flags.modelName,
     api: flags.api,
     apiKey,

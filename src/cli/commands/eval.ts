@@ -3,7 +3,6 @@
 import { stat } from "node:fs/promises";
 import type { Command } from "commander";
 import { z } from "zod";
-import { launchModel } from "../../model/index.js";
 import { ProfileName } from "../../protocol/index.js";
 import { DEFAULT_SAMPLING } from "../../runtime/defaults/index.js";
 import { AgentFlags, addDialectOptions } from "../agent-flags.js";
@@ -23,6 +22,7 @@ import {
   TextOnly,
   WebToolFlags,
 } from "../flags.js";
+import { withLaunchedModel } from "../launched-model.js";
 
 const Count = z.coerce.number().int().positive();
 
@@ -101,15 +101,11 @@ export function register(program: Command): void {
       const flags = parseFlags(EvalFlags, raw);
       // A world folder holds several splits; evaluation means its held-out test split.
       if (!flags.split && (await stat(flags.tasks).catch(() => null))?.isDirectory()) flags.split = "test";
-      // The engine starts (~2 s, Python importing torch) while the tools, tasks and evaluation load
-      // (~1 s through tsx): this module imports none of them (docs/engine.md, "coa eval's start").
-      const launched = launchModel(flags.model, requestOptions(flags));
-      try {
+      // The tools, tasks and evaluation load (~1 s through tsx) while the engine starts.
+      await withLaunchedModel(flags.model, requestOptions(flags), async (launched) => {
         const { runEval } = await import("./eval-run.js");
         await runEval(flags, (line) => process.stdout.write(`${line}\n`), launched);
-      } finally {
-        await launched?.cancel();
-      }
+      });
     });
   addDialectOptions(command);
 }

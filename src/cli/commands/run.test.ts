@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { Command } from "commander";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ByteTokenizer } from "../../model/index.js";
-import { type FixtureHandler, FixtureServer, inOrder } from "../../model/testing/index.js";
+import { engineChildren, type FixtureHandler, FixtureServer, inOrder } from "../../model/testing/index.js";
 import { RunTrajectory } from "../../runtime/index.js";
 import { register } from "./run.js";
 
@@ -73,6 +73,26 @@ async function coaRun(args: string[]): Promise<string[]> {
 }
 
 describe("coa run", () => {
+  it("runs on the embedded engine (launched before the agent loads) and stops it after", async () => {
+    const out = join(dir, "engine", "trajectories.jsonl");
+    const args = [
+      question,
+      "--model",
+      "engine:micro",
+      "--max-turns",
+      "1",
+      "--max-tokens-per-turn",
+      "8",
+      "--out",
+      out,
+    ];
+    const lines = await coaRun(args);
+    expect(lines).toContain("model coa-micro · profile web · tools web_search, crawl_page");
+    const [record] = (await readFile(out, "utf8")).trim().split("\n");
+    expect(RunTrajectory.parse(JSON.parse(record!)).model).toBe("coa-micro");
+    expect(await engineChildren()).toEqual([]);
+  });
+
   it("runs an episode against an HTTP server with the example corpus, prints steps, appends JSONL", async () => {
     server = await FixtureServer.start({
       "GET /v1/models": () => ({ json: { data: [{ id: "fixture-model" }] } }),

@@ -15,7 +15,7 @@ import { RunTrajectory } from "../../runtime/index.js";
 import { parseFlags } from "../flags.js";
 import { EvalFlags } from "./eval.js";
 import { runEval } from "./eval-run.js";
-import { runQuestion } from "./run.js";
+import { runQuestion } from "./run-question.js";
 
 // Issue 21, item 4: `coa run` and `coa eval`, without flags, against a fake of each server family.
 // The rows of docs/model.md's server table name these tests.
