@@ -1,7 +1,8 @@
 """Generation through the engine's sampler in process, without HTTP: a lone request, n = 32 samples of one
 prompt, and 32 concurrent requests (three rounds: the first pays first-time costs), each 128 new ids
-at temperature 1 from random prompts, on the engine's device in its chosen dtype (issue 18;
-docs/engine.md, "Decode steps from CUDA graphs"). Prints tok/s, the sampler's decode steps and its
+at temperature 1 from random prompts, on the engine's device in its chosen dtype, with its threads,
+libgomp spin and malloc settings (issue 18; docs/engine.md, "Decode steps from CUDA graphs"). Prints
+tok/s, the sampler's decode steps and its
 decode and admission time, the CUDA graphs captured (on a GPU) and, for the lone requests, where a
 step's host time goes: `sample`, `_next_inputs`, the decode call, `_emit`.
 
@@ -9,17 +10,23 @@ PYTHONPATH=engine python bench/sampler_rates.py [PRESET [DEVICE]]    (default: t
   COA_CUDA_GRAPHS=0 for the GPU's op-by-op steps; compare in the same lease, alternated.
 """
 
+import os
 import random
 import sys
 import threading
 import time
 
-import torch
+from coa_engine import allocator, blas
 
-from coa_engine import graph_step
-from coa_engine import sampling as sampling_module
-from coa_engine.sampling import CachedDecoder, Sampler, SamplingParams
-from coa_engine.worker import Worker
+blas.limit_openmp_spin()  # before torch loads libgomp, as `python -m coa_engine` does
+allocator.tune_malloc()  # before torch allocates, as the engine does
+
+import torch  # noqa: E402
+
+from coa_engine import graph_step  # noqa: E402
+from coa_engine import sampling as sampling_module  # noqa: E402
+from coa_engine.sampling import CachedDecoder, Sampler, SamplingParams  # noqa: E402
+from coa_engine.worker import Worker  # noqa: E402
 
 PARTS = {}  # host seconds per part of a step, since the last `measure`
 
@@ -55,7 +62,15 @@ def params(seed: int) -> SamplingParams:
 
 def main() -> None:
     preset = sys.argv[1] if len(sys.argv) > 1 else "tiny"
-    worker = Worker(preset=preset, device=sys.argv[2] if len(sys.argv) > 2 else "auto")
+    # The engine's threads (`python -m coa_engine`'s defaults): all for torch, one fewer generating.
+    threads = len(os.sched_getaffinity(0))
+    torch.set_num_threads(threads)
+    worker = Worker(
+        preset=preset,
+        device=sys.argv[2] if len(sys.argv) > 2 else "auto",
+        threads=threads,
+        generation_threads=max(1, threads - 1),
+    )
     sampler = worker.sampler
     graphs = graph_step.state() if worker.device == "cuda" else "not on a CPU"
     print(f"{preset}, {worker.device}, {worker.dtype}, torch {torch.__version__}, CUDA graphs: {graphs}")
