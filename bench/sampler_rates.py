@@ -2,9 +2,9 @@
 prompt, and 32 concurrent requests (three rounds: the first pays first-time costs), each 128 new ids
 at temperature 1 from random prompts, on the engine's device in its chosen dtype, with its threads,
 libgomp spin and malloc settings (issue 18; docs/engine.md, "Decode steps from CUDA graphs"). Prints
-tok/s, the sampler's decode steps and its
-decode and admission time, the CUDA graphs captured (on a GPU) and, for the lone requests, where a
-step's host time goes: `sample`, `_next_inputs`, the decode call, `_emit`.
+tok/s, the sampler's decode steps and its decode and admission time, the CUDA graphs captured (on a
+GPU) and, for the lone requests, where a step's host time goes: `sample`, `_next_inputs`, the decode
+call, `_emit`.
 
 PYTHONPATH=engine python bench/sampler_rates.py [PRESET [DEVICE]]    (default: tiny auto)
   COA_CUDA_GRAPHS=0 for the GPU's op-by-op steps; compare in the same lease, alternated.
