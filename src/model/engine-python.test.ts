@@ -36,7 +36,7 @@ describe("findPython", () => {
       // Another candidate list than the call above, so the remembered answer is not reused.
       const found = await findPython([python, "/nonexistent/python3"]);
       expect(found.python).toBe(python);
-      expect(found.torch).not.toBe("");
+      expect(found.torchDir).toBe(path.join(dir, "torch"));
       expect(existsSync(mark)).toBe(false);
     } finally {
       if (before === undefined) delete process.env.PYTHONPATH;

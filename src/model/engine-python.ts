@@ -13,7 +13,8 @@ export const TORCH_INSTALL_HINT =
 
 export interface PythonWithTorch {
   python: string;
-  torch: string;
+  /** Where that interpreter finds torch (its package's folder). */
+  torchDir: string;
 }
 
 /** Candidates in order: COA_PYTHON alone when set, else Debian's interpreter, then whatever is on PATH. */
@@ -24,17 +25,17 @@ export function pythonCandidates(env: NodeJS.ProcessEnv = process.env): string[]
 
 const found = new Map<string, Promise<PythonWithTorch>>();
 
-/** Whether torch is installed for this interpreter, and its version, without importing it: importing
- * torch takes about 2 s on this project's machines and the engine imports it again right after, so a
- * probe that imported it made every engine start longer (`coa eval` opened its engine in 3.4 s with
- * it, 2.0 s with this probe, which takes 0.1 s). A torch that is present but broken fails the engine's
- * own start instead, with its traceback. */
+/** Whether torch is installed for this interpreter, and where, without importing it: importing torch
+ * takes about 2 s on this project's machines and the engine imports it again right after, so a probe
+ * that imported it made every engine start longer (`coa eval` opened its engine in 3.4 s with it, 2.0 s
+ * with this probe). Nor does it ask for torch's version: `importlib.metadata` scanning every installed
+ * package's metadata took 70 of the probe's 100 ms (the engine reports the version itself, `/info`). A
+ * torch that is present but broken fails the engine's own start instead, with its traceback. */
 const PROBE = [
-  "import importlib.util, sys",
-  "from importlib.metadata import PackageNotFoundError, version",
-  "if importlib.util.find_spec('torch') is None: sys.exit(\"No module named 'torch'\")",
-  "try: print(version('torch'))",
-  "except PackageNotFoundError: print('unknown')",
+  "import importlib.util, os, sys",
+  "spec = importlib.util.find_spec('torch')",
+  "if spec is None or not spec.origin: sys.exit(\"No module named 'torch'\")",
+  "print(os.path.dirname(spec.origin))",
 ].join("\n");
 
 /** The first candidate that has torch; the answer is remembered for the life of the process. */
@@ -56,7 +57,7 @@ async function probe(candidates: string[]): Promise<PythonWithTorch> {
       const { stdout } = await run(python, ["-c", PROBE], {
         timeout: 120_000,
       });
-      return { python, torch: stdout.trim() };
+      return { python, torchDir: stdout.trim() };
     } catch (err) {
       const e = err as NodeJS.ErrnoException & { stderr?: string };
       const why = e.code === "ENOENT" ? "not found" : (e.stderr?.trim().split("\n").at(-1) ?? e.message);
