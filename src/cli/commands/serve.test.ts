@@ -7,7 +7,8 @@ import { ByteTokenizer } from "../../model/index.js";
 import { startFakeServer } from "../../model/testing/index.js";
 import { Trajectory } from "../../protocol/index.js";
 import { parseFlags } from "../flags.js";
-import { register, ServeFlags, serveAgent } from "./serve.js";
+import { register, ServeFlags } from "./serve.js";
+import { serveAgent } from "./serve-agent.js";
 
 function program(): Command {
   const p = new Command().exitOverride();

@@ -1,23 +1,16 @@
-import { dirname, join } from "node:path";
+// `coa serve`'s flags and command. The server itself is serve-agent.ts, imported when the command runs,
+// after it has started the engine: this module loads no tools, agent loop or server.
 import type { Command } from "commander";
-import pc from "picocolors";
 import { z } from "zod";
-import { saveTokenizerOf } from "../../model/index.js";
-import { AgentRunner, startServe, TrajectoryStore } from "../../serve/index.js";
 import {
   AgentFlags,
   addDialectOptions,
   addEpisodeOptions,
   addModelOptions,
   addToolOptions,
-  agentBudget,
-  agentPrompt,
-  agentSampling,
-  openAgentModel,
-  toolTimeoutMs,
 } from "../agent-flags.js";
-import { openAgentTools } from "../agent-tools.js";
-import { modelApiKey, parseFlags } from "../flags.js";
+import { parseFlags, requestOptions } from "../flags.js";
+import { withLaunchedModel } from "../launched-model.js";
 
 export const ServeFlags = AgentFlags.extend({
   host: z.string().min(1),
@@ -70,7 +63,15 @@ export function register(program: Command): void {
     .action(async (raw: Record<string, unknown>) => {
       const flags = parseFlags(ServeFlags, raw);
       const print = (line: string) => process.stdout.write(`${line}\n`);
-      const { server, model } = await serveAgent(flags, print);
+      // The agent loop, its tools and the server load (~1 s through tsx) while the engine starts.
+      const { server, model } = await withLaunchedModel(
+        flags.model,
+        requestOptions(flags),
+        async (launched) => {
+          const { serveAgent } = await import("./serve-agent.js");
+          return serveAgent(flags, print, launched);
+        },
+      );
       const stop = () =>
         void server
           .close()
@@ -79,40 +80,4 @@ export function register(program: Command): void {
       process.once("SIGINT", stop);
       process.once("SIGTERM", stop);
     });
-}
-
-/**
- * Opens the model and tools the flags name and serves the agent; the server speaks the model's
- * `--dialect` with its `--system-prompt-file`, as `coa run` and `coa eval` do.
- */
-export async function serveAgent(flags: ServeFlags, print: (line: string) => void) {
-  const model = await openAgentModel(flags, modelApiKey(flags.modelApiKey), undefined, (line) =>
-    print(pc.yellow(line)),
-  );
-  const tools = await openAgentTools(flags, print);
-  const store = await TrajectoryStore.open(flags.log);
-  // The log's ids are only readable with their vocabulary, as for `coa run`.
-  await saveTokenizerOf(model, join(dirname(flags.log), `${model.tokenizer}.tokenizer.json`));
-  const agent = new AgentRunner({
-    model,
-    tools,
-    profile: flags.profile,
-    prompt: await agentPrompt(flags),
-    budget: agentBudget(flags),
-    sampling: agentSampling(flags),
-    toolTimeoutMs: toolTimeoutMs(flags),
-    concurrency: flags.concurrency,
-    store,
-  });
-  const server = await startServe({
-    agent,
-    host: flags.host,
-    port: flags.port,
-    apiKey: flags.apiKey ?? process.env.COA_SERVE_API_KEY,
-  });
-  print(
-    `coa serve: ${pc.bold(model.name)} (profile ${flags.profile}, dialect ${flags.dialect}, tools ${[...tools.keys()].join(", ") || "none"}) ` +
-      `at ${server.url} · trajectories → ${flags.log} (Ctrl-C to stop)`,
-  );
-  return { server, model };
 }
