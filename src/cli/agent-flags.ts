@@ -28,7 +28,8 @@ const Seconds = z.coerce.number().positive();
 /**
  * The flags every command that runs the agent takes (`coa run`, `coa serve`): which model, which
  * tools, which budgets and sampling. One definition, so both commands read them the same way. Light to
- * import (no tools, no agent loop): `coa eval` declares its flags from it before loading those.
+ * import (no tools, no agent loop): `coa eval`, `run` and `serve` declare their flags from it before
+ * loading those (`withLaunchedModel`).
  */
 export const AgentFlags = z.object({
   model: z.string().min(1),

@@ -1,7 +1,8 @@
 /**
  * The runtime's budgets and sampling and their defaults: a light entry beside `runtime/index.ts`, which
- * loads the agent loop and every tool behind it (~0.5 s through tsx). The CLI declares its flags from
- * these before it loads the rest, so that `coa eval` can start its engine first (docs/engine.md, "coa eval's start").
+ * loads the agent loop and every tool behind it (~0.5 s through tsx). The CLI's `eval`, `run` and
+ * `serve` declare their flags from these before loading the rest, so that they start their engine
+ * first (docs/engine.md, "`coa eval`'s start").
  */
 
 /** Where an episode stops; whichever limit is hit first ends it (see docs/runtime.md). */
