@@ -108,16 +108,14 @@ INLINE void store(void *to, int64_t at, const float *from, int64_t n, const int 
   for (int64_t i = 0; i < n; i++) ((uint16_t *)to)[at + i] = bf16_bits(from[i]);
 }
 
-/* Each head's two halves rotated by the position's angles (model.py's `rotate`), in place. */
-static void rotate(float *x, int64_t heads, int64_t d, const float *cos, const float *sin) {
+/* One head's two halves (d values) rotated by the position's angles (model.py's `rotate`), in place. */
+static void rotate(float *x, int64_t d, const float *cos, const float *sin) {
   const int64_t half = d / 2;
-  for (int64_t h = 0; h < heads; h++) {
-    float *a = x + h * d, *b = a + half;
-    for (int64_t c = 0; c < half; c++) {
-      const float x1 = a[c], x2 = b[c];
-      a[c] = x1 * cos[c] - x2 * sin[c];
-      b[c] = x1 * sin[c] + x2 * cos[c];
-    }
+  float *a = x, *b = x + half;
+  for (int64_t c = 0; c < half; c++) {
+    const float x1 = a[c], x2 = b[c];
+    a[c] = x1 * cos[c] - x2 * sin[c];
+    b[c] = x1 * sin[c] + x2 * cos[c];
   }
 }
 
@@ -128,8 +126,9 @@ INLINE void place_head(float *qkv, int64_t h, int64_t dim, int64_t d, int64_t po
                        const float *rope_sin, void *keys, void *values, int64_t key_at, int64_t value_at,
                        const int bf16) {
   float *q = qkv + h * d, *k = qkv + dim + h * d;
-  rotate(q, 1, d, rope_cos + position * (d / 2), rope_sin + position * (d / 2));
-  rotate(k, 1, d, rope_cos + position * (d / 2), rope_sin + position * (d / 2));
+  const float *angle_cos = rope_cos + position * (d / 2), *angle_sin = rope_sin + position * (d / 2);
+  rotate(q, d, angle_cos, angle_sin);
+  rotate(k, d, angle_cos, angle_sin);
   if (bf16)
     for (int64_t i = 0; i < d; i++) q[i] = round1_bf16(q[i]), k[i] = round1_bf16(k[i]);
   store(keys, key_at + position * d, k, d, bf16);
