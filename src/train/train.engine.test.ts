@@ -94,6 +94,7 @@ function recording(engine: Engine): { client: TrainerClient; batches: PolicySequ
     },
     saveCheckpoint: (d) => engine.saveCheckpoint(d),
     loadCheckpoint: (d) => engine.loadCheckpoint(d),
+    info: () => engine.info(),
   };
   return { client, batches };
 }
@@ -343,6 +344,13 @@ describe("agentic RL on the engine", () => {
       late.push(...steps.slice(-5).map((m) => m.success));
       expect(await readFile(path.join(out, "report.md"), "utf8")).toContain("reward.svg");
       await expectTrainableTokensOnly(batches.flat(), episodes);
+      // Every step's prefix cache: a turn after a tool call extends its episode's last turn, which
+      // the cache kept; at most one lookup per model call (n samples of one prompt share one).
+      for (const m of steps) {
+        expect(m.prefix_hits! + m.prefix_misses!).toBeGreaterThan(0);
+        expect(m.prefix_hits! + m.prefix_misses!).toBeLessThanOrEqual(Math.round(m.samples * m.turns));
+      }
+      expect(steps.reduce((a, m) => a + m.saved_prefill_tokens!, 0)).toBeGreaterThan(0);
     }
     expect(gains.filter((g) => g > 0).length, JSON.stringify(gains)).toBeGreaterThanOrEqual(2);
     expect(mean(gains), JSON.stringify(gains)).toBeGreaterThan(2);

@@ -19,6 +19,7 @@ import type { TrainerClient } from "../trainer-client.js";
 import { groupAdvantages, isInformative } from "./advantages.js";
 import { miniBatches, policySequence } from "./batch.js";
 import { RlConfig, type RlConfigInput } from "./config.js";
+import { prefixCacheCounters, prefixCacheDelta } from "./prefix-cache.js";
 import {
   type Detokenize,
   type Group,
@@ -66,6 +67,15 @@ export const RlStepMetrics = z.object({
   rollout_tokens_per_s: z.number(),
   update_s: z.number(),
   update_tokens_per_s: z.number(),
+  /**
+   * The engine's prefix cache over the step's rollouts (issue 18): hits and misses, prompt tokens
+   * reused from earlier turns and computed. Absent where the engine keeps no cache or the readings
+   * around the rollouts do not compare.
+   */
+  prefix_hits: z.number().optional(),
+  prefix_misses: z.number().optional(),
+  saved_prefill_tokens: z.number().optional(),
+  prefill_tokens: z.number().optional(),
 });
 export type RlStepMetrics = z.infer<typeof RlStepMetrics>;
 
@@ -153,6 +163,7 @@ export async function runRl(
     const step = state.step;
 
     const rolloutStart = performance.now();
+    const cacheBefore = prefixCacheCounters(await deps.client.info());
     const drawnGroups: Group[] = [];
     const kept: Group[] = [];
     let rounds = 0;
@@ -173,6 +184,7 @@ export async function runRl(
       rounds++;
     } while (config.dynamicSampling && kept.length < config.batchTasks && rounds <= config.maxRefills);
     const rolloutS = (performance.now() - rolloutStart) / 1000;
+    const cache = prefixCacheDelta(cacheBefore, prefixCacheCounters(await deps.client.info()));
 
     const built: PolicySequence[] = kept.flatMap((g) => {
       const scored = g.samples.filter((s) => s.reward !== null);
@@ -242,6 +254,12 @@ export async function runRl(
       rollout_tokens_per_s: rolloutS > 0 ? modelTokens / rolloutS : 0,
       update_s: updateS,
       update_tokens_per_s: updateS > 0 && results.length ? updateTokens / updateS : 0,
+      ...(cache && {
+        prefix_hits: cache.hits,
+        prefix_misses: cache.misses,
+        saved_prefill_tokens: cache.saved_prefill_tokens,
+        prefill_tokens: cache.prefill_tokens,
+      }),
     };
     state = { ...state, step: step + 1 };
     await metrics.append({ ...m });
@@ -270,4 +288,9 @@ const RL_CURVES = [
   { file: "policy.svg", title: "entropy, clip fraction, KL", keys: ["entropy", "clip_frac", "kl"] },
   { file: "grad.svg", title: "gradient norm", keys: ["grad_norm"] },
   { file: "speed.svg", title: "tokens/s", keys: ["rollout_tokens_per_s", "update_tokens_per_s"] },
+  {
+    file: "prefill.svg",
+    title: "prompt tokens reused and computed",
+    keys: ["saved_prefill_tokens", "prefill_tokens"],
+  },
 ];
