@@ -36,11 +36,11 @@ for n in (2048, 4096, 8192) if device == "cuda" else (512, 1024, 2048):
 print(json.dumps({"flops": best}))
 `;
 
-// One thread's best read rate over a buffer of the given bytes (a vectorized sum over it, repeated):
-// a decode step of one row reads every weight once, so this bounds batch-1 decoding.
+// The best read rate on the given threads over a buffer of the given bytes (a vectorized sum over it,
+// repeated): a decode step of one row reads every weight once, so this bounds batch-1 decoding.
 const READ_SCRIPT = `
 import json, sys, time, torch
-torch.set_num_threads(1)
+torch.set_num_threads(int(sys.argv[2]))
 x = torch.ones(int(sys.argv[1]) // 4)
 x.sum()
 reps, best = max(3, int(2e9 // (4 * x.numel()))), 0.0
@@ -72,8 +72,9 @@ async function peakFlops(info: EngineInfo): Promise<number> {
   return (await runScript<{ flops: number }>(PEAK_SCRIPT, args)).flops;
 }
 
-async function readRate(bytes: number): Promise<number> {
-  return (await runScript<{ bytes_per_s: number }>(READ_SCRIPT, [String(bytes)])).bytes_per_s;
+async function readRate(bytes: number, threads: number): Promise<number> {
+  return (await runScript<{ bytes_per_s: number }>(READ_SCRIPT, [String(bytes), String(threads)]))
+    .bytes_per_s;
 }
 
 function randomIds(n: number, vocab: number, seed: number): number[] {
@@ -212,12 +213,15 @@ export async function run(): Promise<void> {
         : "";
       // A one-row step on a CPU projects with fp32 matrices (packed copies in the native step,
       // engine/coa_engine/row_step.py; RowWeights in model.py elsewhere). The native step of a lone row
-      // reads them on all of the engine's threads (--threads): with more than one it may pass this bound.
+      // reads them on all of the engine's threads (--threads), other steps on one.
       const weightBytes = 4 * info.params;
+      const tokensPerS = async (threads: number) => fmt((await readRate(weightBytes, threads)) / weightBytes);
+      const allThreads =
+        info.threads > 1 ? `, ${await tokensPerS(info.threads)} at ${info.threads} threads'` : "";
       const batch1Bound =
         info.device === "cpu"
-          ? ` (reading its ${fmt(weightBytes / 1e6)} MB of fp32 weights once a token at one thread's read rate ` +
-            `allows ${fmt((await readRate(weightBytes)) / weightBytes)})`
+          ? ` (reading its ${fmt(weightBytes / 1e6)} MB of fp32 weights once a token allows ` +
+            `${await tokensPerS(1)} at one thread's read rate${allThreads})`
           : "";
       console.log(
         `${preset.padEnd(5)} ${(info.params / 1e6).toFixed(2)}M params | train ${train.shape}: ${fmt(train.tokensPerS)} tok/s, ` +
