@@ -342,7 +342,9 @@ describe("agentic RL on the engine", () => {
       gains.push(after - before);
       early.push(...steps.slice(0, 5).map((m) => m.success));
       late.push(...steps.slice(-5).map((m) => m.success));
-      expect(await readFile(path.join(out, "report.md"), "utf8")).toContain("reward.svg");
+      const report = await readFile(path.join(out, "report.md"), "utf8");
+      expect(report).toContain("reward.svg");
+      expect(report).toMatch(/rollout prompt tokens from the prefix cache: [1-9]\d* of \d+/);
       await expectTrainableTokensOnly(batches.flat(), episodes);
       // Every step's prefix cache: a turn after a tool call extends its episode's last turn, which
       // the cache kept; at most one lookup per model call (n samples of one prompt share one).

@@ -269,11 +269,19 @@ export async function runRl(
       checkpoint = await checkpoints.save(deps.client, state.step, state);
     }
   }
-  await writeCurvesReport(runDir, "RL run", await metrics.read(), RL_CURVES, [
+  const records = await metrics.read();
+  const total = (key: string) => records.reduce((sum, r) => sum + (r[key] ?? 0), 0);
+  const [saved, computed] = [total("saved_prefill_tokens"), total("prefill_tokens")];
+  const reuse: Array<[string, string]> =
+    saved + computed > 0
+      ? [["rollout prompt tokens from the prefix cache", `${saved} of ${saved + computed}`]]
+      : [];
+  await writeCurvesReport(runDir, "RL run", records, RL_CURVES, [
     ["tasks", `${config.tasks} (${tasks.length})`],
     ["steps", state.step],
     ["last reward", last?.reward_mean.toFixed(3) ?? "-"],
     ["last success", last?.success.toFixed(3) ?? "-"],
+    ...reuse,
     ["checkpoint", checkpoint],
   ]);
   return { runDir, steps: state.step, resumedFromStep, checkpoint, last };
