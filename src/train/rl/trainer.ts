@@ -162,8 +162,8 @@ export async function runRl(
     opts.signal?.throwIfAborted();
     const step = state.step;
 
-    const rolloutStart = performance.now();
     const cacheBefore = prefixCacheCounters(await deps.client.info());
+    const rolloutStart = performance.now();
     const drawnGroups: Group[] = [];
     const kept: Group[] = [];
     let rounds = 0;
