@@ -19,6 +19,7 @@ import {
   pretrainTokenizer,
   RlConfig,
   type RlConfigInput,
+  type RlStepMetrics,
   resolveTrajectoryFile,
   runPretrain,
   runRl,
@@ -141,6 +142,13 @@ async function engineFor(
  * A training run outlives a crash of its engine process: it starts a new engine from the run's last
  * checkpoint and goes on (`withEngineRestarts`), saying so on stderr.
  */
+/** The share of a step's rollout prompt tokens the engine's prefix cache supplied, for the progress line. */
+function promptReuse(m: RlStepMetrics): string {
+  const saved = m.saved_prefill_tokens ?? 0;
+  const all = saved + (m.prefill_tokens ?? 0);
+  return all ? ` prompts ${Math.round((100 * saved) / all)}% cached` : "";
+}
+
 function engineRestarts(out: string): EngineRestartOptions {
   return {
     latestCheckpoint: () => new Checkpoints(path.resolve(out), 1).latest(),
@@ -433,7 +441,7 @@ export function register(program: Command): void {
                   bar.update(
                     m.step + 1,
                     total,
-                    `reward ${m.reward_mean.toFixed(3)} success ${m.success.toFixed(2)} kept ${m.groups_kept}/${m.groups_drawn} len ${m.response_length.toFixed(0)}`,
+                    `reward ${m.reward_mean.toFixed(3)} success ${m.success.toFixed(2)} kept ${m.groups_kept}/${m.groups_drawn} len ${m.response_length.toFixed(0)}${promptReuse(m)}`,
                   ),
               },
             ),
