@@ -77,6 +77,19 @@ async function readRate(bytes: number, threads: number): Promise<number> {
     .bytes_per_s;
 }
 
+/**
+ * What reading `weightBytes` once a token allows a lone row, at one thread's read rate and, where the
+ * engine has more, at all of its threads' (on which a lone row's native step runs).
+ */
+async function readBound(weightBytes: number, threads: number): Promise<string> {
+  const tokensPerS = async (n: number) => fmt((await readRate(weightBytes, n)) / weightBytes);
+  const allThreads = threads > 1 ? `, ${await tokensPerS(threads)} at ${threads} threads'` : "";
+  return (
+    ` (reading its ${fmt(weightBytes / 1e6)} MB of fp32 weights once a token allows ` +
+    `${await tokensPerS(1)} at one thread's read rate${allThreads})`
+  );
+}
+
 function randomIds(n: number, vocab: number, seed: number): number[] {
   let s = seed;
   return Array.from({ length: n }, () => {
@@ -214,15 +227,7 @@ export async function run(): Promise<void> {
       // A one-row step on a CPU projects with fp32 matrices (packed copies in the native step,
       // engine/coa_engine/row_step.py; RowWeights in model.py elsewhere). The native step of a lone row
       // reads them on all of the engine's threads (--threads), other steps on one.
-      const weightBytes = 4 * info.params;
-      const tokensPerS = async (threads: number) => fmt((await readRate(weightBytes, threads)) / weightBytes);
-      const allThreads =
-        info.threads > 1 ? `, ${await tokensPerS(info.threads)} at ${info.threads} threads'` : "";
-      const batch1Bound =
-        info.device === "cpu"
-          ? ` (reading its ${fmt(weightBytes / 1e6)} MB of fp32 weights once a token allows ` +
-            `${await tokensPerS(1)} at one thread's read rate${allThreads})`
-          : "";
+      const batch1Bound = info.device === "cpu" ? await readBound(4 * info.params, info.threads) : "";
       console.log(
         `${preset.padEnd(5)} ${(info.params / 1e6).toFixed(2)}M params | train ${train.shape}: ${fmt(train.tokensPerS)} tok/s, ` +
           `${fmt(train.flops / 1e9)} GFLOP/s, MFU ${((100 * train.flops) / peak).toFixed(1)}% | ` +
