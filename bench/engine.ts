@@ -81,11 +81,11 @@ async function readRate(bytes: number, threads: number): Promise<number> {
  * What reading `weightBytes` once a token allows a lone row, at one thread's read rate and, where the
  * engine has more, at all of its threads' (on which a lone row's native step runs).
  */
-async function readBound(weightBytes: number, threads: number): Promise<string> {
+async function readBound(weightBytes: number, threads: number, dtype: "fp32" | "bf16"): Promise<string> {
   const tokensPerS = async (n: number) => fmt((await readRate(weightBytes, n)) / weightBytes);
   const allThreads = threads > 1 ? `, ${await tokensPerS(threads)} at ${threads} threads'` : "";
   return (
-    ` (reading its ${fmt(weightBytes / 1e6)} MB of fp32 weights once a token allows ` +
+    ` (reading its ${fmt(weightBytes / 1e6)} MB of ${dtype} weights once a token allows ` +
     `${await tokensPerS(1)} at one thread's read rate${allThreads})`
   );
 }
@@ -208,7 +208,7 @@ export async function run(): Promise<void> {
               ? `, OpenBLAS pool beside OpenMP (spin ${info.blas.openmp_spin ?? "default"})`
               : "") +
             (info.decode_attention
-              ? `, decode attention ${info.decode_attention.fused ? `fused (${info.decode_attention.threads} threads)${info.decode_attention.sgemm ? ", fp32 steps native through sgemm" : ""}` : `in torch ops (${info.decode_attention.reason})`}`
+              ? `, decode attention ${info.decode_attention.fused ? `fused (${info.decode_attention.threads} threads)${info.decode_attention.sgemm ? ", fp32 steps native through sgemm" : ""}${info.dtype === "bf16" && info.decode_attention.bf16_pairs ? ", bf16 steps native in AVX512-BF16 pairs" : ""}` : `in torch ops (${info.decode_attention.reason})`}`
               : ""),
         );
       }
@@ -224,10 +224,14 @@ export async function run(): Promise<void> {
         ? ` | CUDA graphs ${after.cuda_graphs.enabled ? "on" : `off${after.cuda_graphs.failed ? ` (${after.cuda_graphs.failed})` : ""}`}: ` +
           `${after.cuda_graphs.captures} captured, ${after.cuda_graphs.replays} steps replayed`
         : "";
-      // A one-row step on a CPU projects with fp32 matrices (packed copies in the native step,
-      // engine/coa_engine/row_step.py; RowWeights in model.py elsewhere). The native step of a lone row
-      // reads them on all of the engine's threads (--threads), other steps on one.
-      const batch1Bound = info.device === "cpu" ? await readBound(4 * info.params, info.threads) : "";
+      // A one-row step on a CPU reads the matrices in the engine's dtype where the native step runs
+      // (its packed copies, engine/coa_engine/row_step.py), else fp32 ones (RowWeights in model.py). The
+      // native step of a lone row reads them on all of the engine's threads (--threads), other steps on one.
+      const read = info.dtype === "bf16" && after.decode_attention?.fused ? "bf16" : "fp32";
+      const batch1Bound =
+        info.device === "cpu"
+          ? await readBound((read === "bf16" ? 2 : 4) * info.params, info.threads, read)
+          : "";
       console.log(
         `${preset.padEnd(5)} ${(info.params / 1e6).toFixed(2)}M params | train ${train.shape}: ${fmt(train.tokensPerS)} tok/s, ` +
           `${fmt(train.flops / 1e9)} GFLOP/s, MFU ${((100 * train.flops) / peak).toFixed(1)}% | ` +

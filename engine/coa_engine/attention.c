@@ -341,13 +341,19 @@ int coa_attend_rows(const float *q, const void *keys, const void *values, float 
     free(firsts);
     return -1;
   }
-#pragma omp parallel for num_threads(threads) schedule(dynamic) if (threads > 1)
-  for (int64_t job = 0; job < rows * heads; job++) {
+  /* One thread: no region at all. Even an inactive one cost libgomp futex calls, a few a call, and a
+   * batch's native step calls this once a row and head (`row_step`). */
+  if (threads == 1) {
+    for (int64_t job = 0; job < rows * heads; job++) job_of(&a, job, buffer);
+  } else {
+#pragma omp parallel for num_threads(threads) schedule(dynamic)
+    for (int64_t job = 0; job < rows * heads; job++) {
 #ifdef _OPENMP
-    job_of(&a, job, buffer + omp_get_thread_num() * per_thread);
+      job_of(&a, job, buffer + omp_get_thread_num() * per_thread);
 #else
-    job_of(&a, job, buffer);
+      job_of(&a, job, buffer);
 #endif
+    }
   }
   free(buffer);
   free(firsts);

@@ -58,6 +58,12 @@ def cpu_flags() -> str:
     return os.uname().machine
 
 
+@functools.lru_cache(maxsize=None)
+def has_amx() -> bool:
+    """Whether this CPU has AMX's bf16 tiles (which oneDNN's bf16 products, TorchScript's, run on)."""
+    return "amx_bf16" in cpu_flags().split()
+
+
 def build(compiler: str | None = None) -> Path:
     """The kernels' shared object, compiled now unless a build for these sources, compiler and CPU is
     cached. Raises OSError or subprocess.CalledProcessError (with the compiler's message) on failure."""
@@ -130,17 +136,22 @@ def attention_kernel() -> ctypes.CDLL | None:
         ptr, i64, *[ptr] * 7, i64, *[ptr] * 5, *[i64] * 4, *[ptr] * 3, *[i64] * 6, ctypes.c_float, ptr, i64, ptr,
         *[ctypes.c_int] * 3,
     ]
+    lib.coa_row_step_pairs.restype = ctypes.c_int
+    lib.coa_row_step_pairs.argtypes = []
     return lib
 
 
 def state() -> dict:
     """For /info: whether decoding on a CPU runs the fused kernel, on how many threads, and if not, why;
     with it, whether fp32 steps of many ids run natively through the system OpenBLAS's sgemm
-    (`RowStep.batches`). Asks nothing of the compiler: an engine that has not decoded on a CPU reports
-    it as not loaded."""
+    (`RowStep.batches`), and whether bf16 steps multiply in pairs by AVX512-BF16 (row_step.c's
+    `gemv_pairs`). Asks nothing of the compiler: an engine that has not decoded on a CPU reports it as
+    not loaded."""
     loaded = attention_kernel.cache_info().currsize > 0
-    if loaded and attention_kernel() is not None:
-        return {"fused": True, "threads": kernel_threads(), "sgemm": blas.sgemm() is not None}
+    lib = attention_kernel() if loaded else None
+    if lib is not None:
+        pairs = bool(lib.coa_row_step_pairs())
+        return {"fused": True, "threads": kernel_threads(), "sgemm": blas.sgemm() is not None, "bf16_pairs": pairs}
     return {"fused": False, "reason": _not_used if loaded else "not loaded (no decoding on a CPU yet)"}
 
 

@@ -156,8 +156,9 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
 # (16: `micro` 2.1 against 2.9 ms, `tiny` 11.9 against 14.1), about even at 32; bf16 on a 16-core AMX
 # Xeon, whose TorchScript GEMMs run on AMX tiles, native faster at 4 rows (`tiny` 2.0 against 3.4 ms,
 # `small` about even), slower at 8 for `small` (22.3 against 16.0): 5, a lone row's drafted step (its id
-# and four drafted ones). In fp32 with the system OpenBLAS's sgemm the native step takes any number of
-# ids (`RowStep.batches`, `row_step.GEMM_IDS`): the limit holds only without it.
+# and four drafted ones). In fp32 with the system OpenBLAS's sgemm, and in bf16 with AVX512-BF16 and no AMX
+# (`gemv_pairs` in row_step.c), the native step takes any number of ids (`RowStep.batches`,
+# `row_step.GEMM_IDS`): the limit holds only without them.
 ROW_STEP_IDS = {torch.float32: 16, torch.bfloat16: 5}
 
 # Positions a cache allocates beyond what its rows hold, so that it grows once per this many decode
@@ -663,7 +664,7 @@ class Transformer(nn.Module):
         all layers rather than per layer. The step itself is `decode_tokens`, compiled by TorchScript; a
         step that feeds at most `ROW_STEP_IDS` ids (batch 1, a few rows, the last rows of a batch), where
         the fused attention runs, is one call of native code instead (`DecodeWeights.row_step`,
-        row_step.py), and in fp32 with the BLAS's sgemm every step there.
+        row_step.py), and every step there in fp32 with the BLAS's sgemm or in bf16 with AVX512-BF16.
         """
         single = ids.dim() == 1
         ids = ids.reshape(ids.shape[0], -1)
@@ -701,7 +702,8 @@ class Transformer(nn.Module):
                 returned.extend(range(first + c - 1, first + c) if last else range(first, first + c))
                 first += c
         # Beside the fused attention the whole step in native code, if built: a step of few ids (holes feed
-        # none, `ROW_STEP_IDS`), or in fp32 with the BLAS's sgemm any step (`RowStep.batches`).
+        # none, `ROW_STEP_IDS`), or any step in fp32 with the BLAS's sgemm or bf16 in AVX512-BF16 pairs
+        # (`RowStep.batches`).
         step = w.row_step() if fused else None
         if step is not None and not (step.batches or sum(rows_fed) <= ROW_STEP_IDS.get(w.dtype, 0)):
             step = None

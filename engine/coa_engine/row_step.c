@@ -12,7 +12,8 @@
  * In fp32 a step of many ids (a batch's rows, their drafts, a prompt's new ids) runs here too, its
  * projections by the BLAS's sgemm (as torch's matmul) instead of `gemv`: the TorchScript step spent about
  * a quarter of such a step (`micro`, 33 rows feeding 221 ids) in its ~200 small ops and their dispatch
- * (docs/engine.md, "The whole fp32 step in native code").
+ * (docs/engine.md, "The whole fp32 step in native code"). In bf16 on a CPU with AVX512-BF16 (and no AMX)
+ * it does too, its products by `gemv_pairs`, which shares each load of the weights among several ids.
  *
  * Arithmetic: that of `decode_tokens` (RMSNorm, rotary halves, softmax attention scaled by
  * 1/sqrt(head_dim), SwiGLU, residual adds, tied output) in its dtype. In fp32 with sums in another
@@ -80,6 +81,85 @@ INLINE void gemv(const float *x, int64_t count, const void *w, int64_t in, int64
   }
 }
 
+/* bf16 products by AVX512-BF16's dot products of pairs (vdpbf16ps), where the compiler targets a CPU that
+ * has them (`coa_row_step_pairs`): there bf16 matrices are packed in pairs of rows ([blocks, pairs, BLOCK,
+ * 2]: row_step.py's `packed`), each 512-bit load 16 columns of two rows, and one load serves up to TILE
+ * inputs. The conversions of `gemv`'s bf16 path (a widening and a shift per eight weights, per input) go,
+ * and several inputs share each load, so a batch's step runs here rather than through TorchScript's ~200
+ * ops and oneDNN's products (docs/engine.md, "bf16 steps in pairs"). */
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+#define PAIRS 1
+/* Inputs a tile: 4 accumulators each (a block's 64 columns), 24 of AVX-512's 32 registers beside the
+ * block's 4. */
+#define TILE 6
+
+/* sums [g, BLOCK] = the products of g inputs (as pairs of bf16, `pairs` apart) and a block of pairs: every
+ * input's sums in the same order whatever g, so an input's bits do not depend on the others. */
+INLINE void tile_pairs(const uint32_t *xp, int64_t pairs, const uint16_t *block, float *sums, const int g) {
+  __m512 acc[TILE][4];
+  for (int i = 0; i < g; i++)
+    for (int j = 0; j < 4; j++) acc[i][j] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < pairs; p++) {
+    const uint16_t *row = block + p * 2 * BLOCK;
+    __m512bh w[4];
+    for (int j = 0; j < 4; j++) w[j] = (__m512bh)_mm512_loadu_si512(row + 32 * j);
+    for (int i = 0; i < g; i++) {
+      const __m512bh x = (__m512bh)_mm512_set1_epi32((int)xp[i * pairs + p]);
+      for (int j = 0; j < 4; j++) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], x, w[j]);
+    }
+  }
+  for (int i = 0; i < g; i++)
+    for (int j = 0; j < 4; j++) _mm512_storeu_ps(sums + i * BLOCK + 16 * j, acc[i][j]);
+}
+
+/* `gemv` in bf16 over matrices packed in pairs; `xp`: this thread's room for the inputs as pairs of bf16
+ * ([count, pairs]: every thread converts them itself rather than waiting at a barrier). The inputs are
+ * bf16 values already (each projection's input is rounded), so a pair is their upper halves. */
+INLINE void gemv_pairs(const float *x, int64_t count, const uint16_t *w, int64_t in, int64_t out, float *y,
+                       const int add, uint32_t *xp) {
+  const int64_t pairs = (in + 1) / 2;
+  for (int64_t t = 0; t < count; t++)
+    for (int64_t p = 0; p < pairs; p++) {
+      uint32_t lo, hi = 0;
+      __builtin_memcpy(&lo, x + t * in + 2 * p, sizeof lo);
+      if (2 * p + 1 < in) __builtin_memcpy(&hi, x + t * in + 2 * p + 1, sizeof hi);
+      xp[t * pairs + p] = (lo >> 16) | (hi & 0xffff0000u);
+    }
+#pragma omp for schedule(static)
+  for (int64_t block = 0; block < (out + BLOCK - 1) / BLOCK; block++) {
+    const uint16_t *packed = w + block * pairs * 2 * BLOCK;
+    const int64_t first = block * BLOCK, last = first + BLOCK < out ? first + BLOCK : out;
+    float sums[TILE * BLOCK];
+    for (int64_t t0 = 0; t0 < count; t0 += TILE) {
+      const int64_t g = count - t0 < TILE ? count - t0 : TILE;
+      const uint32_t *tile = xp + t0 * pairs;
+      /* Each count its own unrolled copy, its accumulators in registers. */
+      switch (g) {
+        case 6: tile_pairs(tile, pairs, packed, sums, 6); break;
+        case 5: tile_pairs(tile, pairs, packed, sums, 5); break;
+        case 4: tile_pairs(tile, pairs, packed, sums, 4); break;
+        case 3: tile_pairs(tile, pairs, packed, sums, 3); break;
+        case 2: tile_pairs(tile, pairs, packed, sums, 2); break;
+        default: tile_pairs(tile, pairs, packed, sums, 1);
+      }
+      for (int64_t i = 0; i < g; i++) {
+        float *yt = y + (t0 + i) * out;
+        for (int64_t c = first; c < last; c++) {
+          const float s = round1_bf16(sums[i * BLOCK + c - first]);
+          yt[c] = add ? yt[c] + s : s;
+        }
+      }
+    }
+  }
+}
+#else
+#define PAIRS 0
+#endif
+
+/* Whether bf16 matrices are packed in pairs of rows for AVX512-BF16 (row_step.py's `packed`), and a bf16
+ * step takes any number of ids (`RowStep.batches`). */
+int coa_row_step_pairs(void) { return PAIRS; }
+
 /* y = x w, or with `add` y += x w, for `count` inputs x [count, in] and w [in, out] (fp32, row-major) by
  * the BLAS, called as torch's matmul calls it (y^T = w^T x^T in column-major terms): for many inputs,
  * where `gemv` would read each block once per input and the BLAS's packed panels share every load. */
@@ -99,13 +179,57 @@ INLINE void rms_norm(const float *x, const float *weight, int64_t n, float eps, 
   for (int64_t i = 0; i < n; i++) out[i] = bf16 ? round1_bf16(x[i] * r * weight[i]) : x[i] * r * weight[i];
 }
 
-/* n values into a cache row (fp32, or bf16 rounded). */
+/* n values into a cache row (fp32, or bf16 rounded), eight at a time: a row's line is usually not in the
+ * cache, and one store per value filled the core's store queue with misses (a batch's step of `tiny` spent
+ * a tenth of its time in this loop). */
 INLINE void store(void *to, int64_t at, const float *from, int64_t n, const int bf16) {
   if (!bf16) {
     memcpy((float *)to + at, from, sizeof(float) * (size_t)n);
     return;
   }
-  for (int64_t i = 0; i < n; i++) ((uint16_t *)to)[at + i] = bf16_bits(from[i]);
+  uint16_t *row = (uint16_t *)to + at;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i bits = _mm256_srli_epi32(_mm256_castps_si256(round_bf16(_mm256_loadu_ps(from + i))), 16);
+    const __m128i halves = _mm_packus_epi32(_mm256_castsi256_si128(bits), _mm256_extracti128_si256(bits, 1));
+    _mm_storeu_si128((__m128i *)(row + i), halves);
+  }
+  for (; i < n; i++) row[i] = bf16_bits(from[i]);
+}
+
+/* fp32 SwiGLU units one at a time with glibc's scalar `expf`: the bits the fp32 step has always had (its
+ * vectorized exponentials differ in last bits, which could turn a greedy near-tie). */
+__attribute__((noinline, optimize("no-tree-vectorize"))) static void swiglu_fp32(const float *gate, const float *up,
+                                                                                  int64_t n, float *y) {
+  for (int64_t c = 0; c < n; c++) y[c] = gate[c] / (1.0f + expf(-gate[c])) * up[c];
+}
+
+/* SwiGLU of `count` ids (gate_up [count, 2 hidden], each id's gate then up) into out [count, hidden]:
+ * silu(gate) * up, in bf16 each rounded as torch's bf16 ops round them. Shared among the region's threads
+ * in chunks of BLOCK units of one id, so that no unit pays a division for its id (one a unit cost a
+ * batch's step of `tiny` a fifth of its time), and in bf16 each chunk's exponentials are one loop the
+ * compiler vectorizes (glibc's libmvec). A unit's bits depend on its place in its chunk only, not on the
+ * ids or threads beside it. */
+INLINE void swiglu_rows(const float *gate_up, int64_t count, int64_t hidden, float *out, const int bf16) {
+  const int64_t chunks = (hidden + BLOCK - 1) / BLOCK;
+#pragma omp for schedule(static)
+  for (int64_t job = 0; job < count * chunks; job++) {
+    const int64_t t = job / chunks, first = (job % chunks) * BLOCK;
+    const int64_t n = hidden - first < BLOCK ? hidden - first : BLOCK;
+    const float *gate = gate_up + t * 2 * hidden + first, *up = gate + hidden;
+    float *y = out + t * hidden + first;
+    if (!bf16) {
+      swiglu_fp32(gate, up, n, y);
+      continue;
+    }
+    for (int64_t c = 0; c < n; c++) y[c] = gate[c] / (1.0f + expf(-gate[c]));
+    int64_t c = 0;
+    for (; c + 8 <= n; c += 8) {
+      const __m256 silu = round_bf16(_mm256_loadu_ps(y + c));
+      _mm256_storeu_ps(y + c, round_bf16(_mm256_mul_ps(silu, _mm256_loadu_ps(up + c))));
+    }
+    for (; c < n; c++) y[c] = round1_bf16(round1_bf16(y[c]) * up[c]);
+  }
 }
 
 /* One head's two halves (d values) rotated by the position's angles (model.py's `rotate`), in place. */
@@ -159,13 +283,19 @@ typedef struct {
   int64_t gemm_from;
 } projections;
 
-/* Matrix m's products for `count` inputs, by the BLAS with `blas` (`projections`), else by `gemv`. */
+/* Matrix m's products for `count` inputs, by the BLAS with `blas` (`projections`), else by `gemv` (in bf16
+ * with AVX512-BF16 `gemv_pairs`, converting the inputs into `xp`). */
 INLINE void project(const projections *p, const int blas, int64_t m, const float *x, int64_t count, int64_t in,
-                    int64_t out, float *y, const int add, const int bf16) {
+                    int64_t out, float *y, const int add, const int bf16, uint32_t *xp) {
   if (blas) {
 #pragma omp single
     gemm(p->sgemm, x, count, p->plain[m], in, out, y, add);
+#if PAIRS
+  } else if (bf16) {
+    gemv_pairs(x, count, p->packed[m], in, out, y, add, xp);
+#endif
   } else {
+    (void)xp;
     gemv(x, count, p->packed[m], in, out, y, add, bf16);
   }
 }
@@ -196,7 +326,10 @@ INLINE int row_step(const int64_t *ids, const row_set *set, const float *embed, 
   float *buffer = malloc(sizeof(float) *
                          (size_t)(T * (dim + 3 * dim + dim + 2 * hidden + hidden) + by_head_floats + copies * T * dim));
   int64_t *where = malloc(sizeof(int64_t) * (size_t)(3 * T + 2 * set->rows + 3 * span + 1));
-  if (!buffer || !where) return free(buffer), free(where), -1;
+  /* With AVX512-BF16, per thread its inputs as pairs of bf16 (`gemv_pairs`), for the widest input. */
+  const int64_t widest = (hidden > dim ? hidden : dim) + 1;
+  uint32_t *pairs = bf16 && PAIRS ? malloc(sizeof(uint32_t) * (size_t)(copies * T * (widest / 2))) : NULL;
+  if (!buffer || !where || (bf16 && PAIRS && !pairs)) return free(buffer), free(where), free(pairs), -1;
   float *x = buffer, *qkv = x + T * dim, *attended = qkv + T * 3 * dim, *by_head = attended + T * dim;
   float *gate_up = by_head + by_head_floats, *swiglu = gate_up + T * 2 * hidden, *normed = swiglu + T * hidden;
   int64_t *position = where, *key_at = position + T, *value_at = key_at + T, *first = value_at + T, *end = first + set->rows;
@@ -226,16 +359,18 @@ INLINE int row_step(const int64_t *ids, const row_set *set, const float *embed, 
 #pragma omp parallel num_threads(threads) if (threads > 1 && !batched)
   {
 #ifdef _OPENMP
-    float *mine = normed + omp_get_thread_num() * T * dim;
+    const int64_t thread = omp_get_thread_num();
 #else
-    float *mine = normed;
+    const int64_t thread = 0;
 #endif
+    float *mine = normed + thread * T * dim;
+    uint32_t *my_pairs = pairs ? pairs + thread * T * (widest / 2) : NULL;
     for (int64_t l = 0; l < layers; l++) {
       char *layer_keys = keys[l], *layer_values = values[l];
       const char *layer_shared_keys = set->shared ? prefix->keys[l] : NULL;
       const char *layer_shared_values = set->shared ? prefix->values[l] : NULL;
       for (int64_t t = 0; t < T; t++) rms_norm(x + t * dim, norms[2 * l], dim, eps, mine + t * dim, bf16);
-      project(mats, batched, 4 * l, mine, T, dim, 3 * dim, qkv, 0, bf16);
+      project(mats, batched, 4 * l, mine, T, dim, 3 * dim, qkv, 0, bf16, my_pairs);
       if (span) {
         /* One thread here (the region is inactive): every id's rotation and cache writes, then every
          * row and head in one call, straight into attended [T, heads, d]. */
@@ -271,16 +406,11 @@ INLINE int row_step(const int64_t *ids, const row_set *set, const float *embed, 
             }
         }
       }
-      project(mats, batched, 4 * l + 1, attended, T, dim, dim, x, 1, bf16);
+      project(mats, batched, 4 * l + 1, attended, T, dim, dim, x, 1, bf16, my_pairs);
       for (int64_t t = 0; t < T; t++) rms_norm(x + t * dim, norms[2 * l + 1], dim, eps, mine + t * dim, bf16);
-      project(mats, batched, 4 * l + 2, mine, T, dim, 2 * hidden, gate_up, 0, bf16);
-#pragma omp for schedule(static)
-      for (int64_t i = 0; i < T * hidden; i++) {
-        const float *row = gate_up + (i / hidden) * 2 * hidden;
-        const float g = row[i % hidden], up = row[hidden + i % hidden];
-        swiglu[i] = bf16 ? round1_bf16(round1_bf16(g / (1.0f + expf(-g))) * up) : g / (1.0f + expf(-g)) * up;
-      }
-      project(mats, batched, 4 * l + 3, swiglu, T, hidden, dim, x, 1, bf16);
+      project(mats, batched, 4 * l + 2, mine, T, dim, 2 * hidden, gate_up, 0, bf16, my_pairs);
+      swiglu_rows(gate_up, T, hidden, swiglu, bf16);
+      project(mats, batched, 4 * l + 3, swiglu, T, hidden, dim, x, 1, bf16, my_pairs);
     }
   }
   /* Only the selected ids' logits (all without `select`): the last norm and the output matrix for them. */
@@ -290,9 +420,17 @@ INLINE int row_step(const int64_t *ids, const row_set *set, const float *embed, 
   /* A prompt's last id beside a few rows: the output matrix by `gemv` (the BLAS would pack all of it). */
   const int output_gemm = batched && S >= mats->gemm_from;
 #pragma omp parallel num_threads(threads) if (threads > 1 && !output_gemm)
-  project(mats, output_gemm, 4 * layers, normed, S, dim, vocab, logits, 0, bf16);
+  {
+#ifdef _OPENMP
+    uint32_t *my_pairs = pairs ? pairs + omp_get_thread_num() * T * (widest / 2) : NULL;
+#else
+    uint32_t *my_pairs = pairs;
+#endif
+    project(mats, output_gemm, 4 * layers, normed, S, dim, vocab, logits, 0, bf16, my_pairs);
+  }
   free(buffer);
   free(where);
+  free(pairs);
   return failed ? -1 : 0;
 }
 

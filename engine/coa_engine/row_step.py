@@ -1,15 +1,17 @@
 """A decode step of a few rows (each its next id, or a speculative step's last id and draft) on a CPU, in
 fp32 or bf16, as one call of the engine's native code (row_step.c, built with attention.c by
-`attention.build`), and in fp32 where torch's BLAS is the system OpenBLAS any step beside the fused
-attention, its projections by that BLAS's sgemm.
+`attention.build`), and any step beside the fused attention in fp32 where torch's BLAS is the system
+OpenBLAS (its projections by that BLAS's sgemm) or in bf16 on a CPU with AVX512-BF16 and no AMX (by dot
+products of pairs that share each load of the weights among several ids: row_step.c's `gemv_pairs`).
 
 Batch-1 decoding (a lone request, an agent's turn while nothing else runs) was bound by dispatch, not
 by reading the weights: a `tiny` step took 2.2-2.8 ms through TorchScript on a 2-core AVX2 EPYC, of
 which reading 17 MB of weights needs about 1 (docs/engine.md). `Transformer.decode` takes this path for
 a step that feeds at most `model.ROW_STEP_IDS` ids wherever the fused attention runs, and with sgemm
-(`RowStep.batches`) every fp32 step there: the TorchScript step's ~200 small ops cost about a quarter of
-an evaluation's batched step (docs/engine.md, "The whole fp32 step in native code"). Every other step,
-and GPUs, run `decode_tokens`.
+or AVX512-BF16 (`RowStep.batches`) every step there: the TorchScript step's ~200 small ops cost about a
+quarter of an evaluation's batched fp32 step (docs/engine.md, "The whole fp32 step in native code"), and
+a batch's bf16 step of `tiny` on a Zen 5 EPYC took 3-4x the native one ("bf16 steps in pairs"). Every
+other step, and GPUs, run `decode_tokens`.
 """
 
 from __future__ import annotations
@@ -30,12 +32,17 @@ BLOCK = 64
 GEMM_IDS = 16
 
 
-def packed(weight: torch.Tensor) -> torch.Tensor:
+def packed(weight: torch.Tensor, pairs: bool = False) -> torch.Tensor:
     """An [in, out] matrix as [blocks, in, BLOCK]: each block of BLOCK columns one contiguous stream, the
-    last padded with zeros (row_step.c's `gemv` reads it so)."""
+    last padded with zeros (row_step.c's `gemv` reads it so). With `pairs` (bf16 where the kernels use
+    AVX512-BF16: `gemv_pairs`) as [blocks, in / 2, BLOCK, 2], each column's two rows side by side (an odd
+    `in` padded with a row of zeros)."""
     rows, columns = weight.shape
     blocks = -(-columns // BLOCK)
-    return F.pad(weight, (0, blocks * BLOCK - columns)).view(rows, blocks, BLOCK).transpose(0, 1).contiguous()
+    if not pairs:
+        return F.pad(weight, (0, blocks * BLOCK - columns)).view(rows, blocks, BLOCK).transpose(0, 1).contiguous()
+    even = F.pad(weight, (0, blocks * BLOCK - columns, 0, rows % 2))
+    return even.view(-1, 2, blocks, BLOCK).permute(2, 0, 3, 1).contiguous()
 
 
 def pointers(tensors: list[torch.Tensor]) -> ctypes.Array:
@@ -61,8 +68,11 @@ class RowStep:
         """`layers` and `output`: the decode layout's [in, out] matrices (`DecodeWeights`), all fp32 or all
         bf16: the step's arithmetic, and the cache's dtype it then takes."""
         self.dtype = output.dtype
+        kernel = attention.attention_kernel()
+        # bf16 matrices in pairs of rows where the kernels use AVX512-BF16 (`coa_row_step_pairs`).
+        self.pairs = self.dtype == torch.bfloat16 and kernel is not None and bool(kernel.coa_row_step_pairs())
         with torch.no_grad():
-            self.matrices = [packed(w) for ws in layers for w in ws] + [packed(output)]
+            self.matrices = [packed(w, self.pairs) for ws in layers for w in ws] + [packed(output, self.pairs)]
             self.tensors = [t.detach().contiguous() for t in (*norms, embed, *rope)]
         self.norms, (self.embed, self.cos, self.sin) = self.tensors[: len(norms)], self.tensors[len(norms) :]
         self._matrices, self._norms = pointers(self.matrices), pointers(self.norms)
@@ -77,8 +87,10 @@ class RowStep:
 
     @property
     def batches(self) -> bool:
-        """Whether this step takes any number of ids (fp32 with sgemm), not only a few."""
-        return self._sgemm is not None
+        """Whether this step takes any number of ids (fp32 with sgemm; bf16 in pairs without AMX), not
+        only a few. Beside AMX, whose tiles run TorchScript's bf16 products, the native step (before
+        pairs) lost from 8 rows of `small` (docs/engine.md); not measured with pairs."""
+        return self._sgemm is not None or (self.pairs and not attention.has_amx())
 
     # Threads: generation's (torch's count on the model thread, `--generation-threads`), not all of the
     # fused attention's: an OpenMP step whose second thread shares a core with the client waits for it

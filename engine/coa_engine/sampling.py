@@ -346,10 +346,16 @@ class CachedDecoder:
 
     def prefills_in_steps(self, cache: KVCache) -> bool:
         """Whether a prefix-cache hit's new ids may ride a decode step (`Sampler._prefill`): where rows
-        attend alone, in fp32. In bf16 oneDNN builds a kernel for every new shape of product (~1 ms
-        each, why bf16 extends are padded to `EXTEND_BLOCK`), and a prompt's ids would make most steps
-        a new shape; not measured on a machine that runs bf16, so bf16 engines still extend."""
-        return self.cache_dtype == torch.float32 and self.attends_rows_alone(cache)
+        attend alone, in fp32, or in bf16 where the native step takes any number of ids (AVX512-BF16:
+        `RowStep.batches`). Elsewhere a bf16 step of a prompt's ids is TorchScript's, whose oneDNN
+        products build a kernel for every new shape (~1 ms each, why bf16 extends are padded to
+        `EXTEND_BLOCK`), so those engines still extend."""
+        if not self.attends_rows_alone(cache):
+            return False
+        if self.cache_dtype == torch.float32:
+            return True
+        step = self._weights.row_step() if self._weights is not None else None
+        return step is not None and step.batches
 
     # The prefix cache works with this decoder (the Hugging Face one has no `extend`), and so does
     # speculative decoding (`decode` takes several ids per row).

@@ -284,8 +284,9 @@ class KernelBuildTest(unittest.TestCase):
                 return real.coa_attend_rows(*args)
 
         try:
-            sgemm = blas.sgemm() is not None
-            self.assertEqual(worker.info()["decode_attention"], {"fused": True, "threads": 2, "sgemm": sgemm})
+            sgemm, pairs = blas.sgemm() is not None, bool(real.coa_row_step_pairs())
+            expected = {"fused": True, "threads": 2, "sgemm": sgemm, "bf16_pairs": pairs}
+            self.assertEqual(worker.info()["decode_attention"], expected)
             q, keys, values, counts, scale = case(2, 2, 1, 32, [5, 9])
             with mock.patch.object(attention, "attention_kernel", Recorder), mock.patch.object(torch, "get_num_threads", lambda: 1):
                 attention.attend_rows_fused(q, keys, values, [5, 9], counts, scale)

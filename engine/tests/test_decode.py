@@ -314,18 +314,21 @@ class FinishedRowsTest(unittest.TestCase):
                 atol = 1e-5 if dtype == "fp32" else 2**-5 * extended.abs().max().item()
                 torch.testing.assert_close(selected[-1:], extended, rtol=0, atol=atol)
 
-    def test_only_fp32_engines_feed_prompts_within_steps(self):
-        """Rows attend alone with the kernel in fp32 and bf16 alike (and read a shared prefix), but only
-        an fp32 engine feeds a prompt's new ids within a step: bf16 products are built per shape."""
+    def test_prompts_ride_steps_where_the_native_step_takes_them(self):
+        """Rows attend alone with the kernel in fp32 and bf16 alike (and read a shared prefix); a prompt's
+        new ids ride a step in fp32, and in bf16 only where the native step takes any number of ids
+        (AVX512-BF16 without AMX): TorchScript's bf16 products are built per shape."""
         model = micro_model(seed=4)
-        kernel = attention.attention_kernel() is not None
-        for dtype in ("fp32", "bf16"):
-            decoder = CachedDecoder(model, dtype)
-            with torch.no_grad():
-                cache, _ = decoder.prefill([[1, 60, 61]], 16)
-            with self.subTest(dtype=dtype):
+        lib = attention.attention_kernel()
+        kernel = lib is not None
+        for dtype, amx in (("fp32", False), ("bf16", False), ("bf16", True)):
+            with self.subTest(dtype=dtype, amx=amx), mock.patch.object(attention, "has_amx", lambda: amx):
+                decoder = CachedDecoder(model, dtype)
+                with torch.no_grad():
+                    cache, _ = decoder.prefill([[1, 60, 61]], 16)
+                pairs = kernel and bool(lib.coa_row_step_pairs()) and not amx
                 self.assertEqual(decoder.attends_rows_alone(cache), kernel)
-                self.assertEqual(decoder.prefills_in_steps(cache), kernel and dtype == "fp32")
+                self.assertEqual(decoder.prefills_in_steps(cache), kernel and (dtype == "fp32" or pairs))
 
     def test_rows_finishing_at_different_steps_match_their_solo_runs(self):
         """Finished rows leave the batch at once, as holes that the next admission would fill, until

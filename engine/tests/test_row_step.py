@@ -26,6 +26,12 @@ ODD = ModelConfig(vocab_size=100, dim=64, n_layers=2, n_heads=2, hidden_dim=200,
 KEYS_ATOL = 5e-6
 
 
+def bf16_batches() -> bool:
+    """Whether a bf16 step of any number of ids runs natively here (AVX512-BF16 pairs, no AMX)."""
+    kernel = attention.attention_kernel()
+    return kernel is not None and bool(kernel.coa_row_step_pairs()) and not attention.has_amx()
+
+
 def dtype_of(cache_dtype: torch.dtype) -> str:
     return "bf16" if cache_dtype == torch.bfloat16 else "fp32"
 
@@ -265,8 +271,9 @@ class RowStepTest(unittest.TestCase):
                     model(torch.tensor([[1, 40, 41]] * rows), cache)
                     calls.clear()
                     model.decode(torch.full((rows, t), 50), cache)
-                    # fp32 with the system OpenBLAS's sgemm: any number of ids (`RowStep.batches`).
-                    limit = (1 << 20 if blas.sgemm() else most) if dtype == "fp32" else most_bf16
+                    # fp32 with the system OpenBLAS's sgemm, bf16 in pairs without AMX: any number of ids
+                    # (`RowStep.batches`).
+                    limit = (1 << 20 if blas.sgemm() else most) if dtype == "fp32" else (1 << 20 if bf16_batches() else most_bf16)
                     self.assertEqual(len(calls), int(rows * t <= limit and dtype_of(cache_dtype) == dtype))
             with mock.patch.object(attention, "attention_kernel", lambda: None), autocast("fp32"):
                 self.assertIsNone(model_module.DecodeWeights(model, torch.float32, None).row_step())
@@ -347,6 +354,59 @@ class RowStepTest(unittest.TestCase):
         self.assertTrue(torch.equal(p[0], w[:, :BLOCK]))
         self.assertTrue(torch.equal(p[1, :, : 70 - BLOCK], w[:, BLOCK:]))
         self.assertTrue(torch.equal(p[1, :, 70 - BLOCK :], torch.zeros(3, 2 * BLOCK - 70)))
+
+    def test_packed_in_pairs(self):
+        """AVX512-BF16's layout (`gemv_pairs`): block b, pair i, column c holds rows 2i and 2i + 1 of column
+        64 b + c side by side; an odd row count and the last block padded with zeros."""
+        w = torch.arange(3 * 70, dtype=torch.float32).view(3, 70).bfloat16()
+        p = packed(w, pairs=True)
+        self.assertEqual((tuple(p.shape), p.dtype), ((2, 2, BLOCK, 2), torch.bfloat16))
+        even = torch.cat([w, torch.zeros(1, 70, dtype=w.dtype)])
+        for b, i, c, e in ((0, 0, 0, 0), (0, 0, 5, 1), (0, 1, 63, 0), (1, 0, 70 - BLOCK - 1, 1), (1, 1, 3, 0)):
+            self.assertEqual(p[b, i, c, e].item(), even[2 * i + e, BLOCK * b + c].item())
+        self.assertTrue(torch.equal(p[0, 1, :, 1], torch.zeros(BLOCK, dtype=w.dtype)))  # the padded row
+        self.assertTrue(torch.equal(p[1, :, 70 - BLOCK :], torch.zeros(2, 2 * BLOCK - 70, 2, dtype=w.dtype)))
+
+    def test_a_bf16_batch_in_pairs_matches_the_torchscript_step_and_each_row_alone(self):
+        """Where bf16 steps multiply in pairs (AVX512-BF16, no AMX: `RowStep.batches`), a batch of 14 rows
+        (more than a tile of 6 ids) feeding one id, a draft, a prompt's 20 new ids or none (a hole) runs
+        in one native call: logits and keys within 2^-6 of the largest of the TorchScript step's (sums in
+        another order, as a lone row's), and each row's bit for bit what it computes alone, whatever
+        shares its tiles. 201 hidden units: the down matrix's input odd (its last pair padded with zeros)."""
+        if not bf16_batches():
+            self.skipTest("bf16 products in pairs need AVX512-BF16 without AMX")
+        torch.manual_seed(23)
+        model = Transformer(ModelConfig(vocab_size=100, dim=64, n_layers=2, n_heads=2, hidden_dim=201, max_seq_len=128)).eval()
+        counts = [1, 4, 0, 20, *[1] * 10]
+        prompts = [[1, *range(5, 5 + 3 * r % 40)] for r in range(len(counts))]
+        width, rows = max(map(len, prompts)), len(counts)
+        padded = torch.tensor([p + [0] * (width - len(p)) for p in prompts])
+        step_ids = torch.tensor([[(7 * r + j) % 97 + 2 for j in range(20)] for r in range(rows)])
+        outs = []
+        for path in ("native", "torchscript", "alone"):
+            cache = KVCache.empty(model.config, rows, 64, torch.bfloat16, holding=width)
+            calls = []
+            real = RowStep.__call__
+            spy = mock.patch.object(RowStep, "__call__", lambda *a, **k: calls.append(1) or real(*a, **k))
+            with torch.no_grad(), autocast("bf16"), spy, (torch_step() if path == "torchscript" else mock.MagicMock()):
+                model(padded, cache, torch.tensor([len(p) for p in prompts]))
+                if path == "alone":
+                    parts = [model.decode(step_ids, cache, counts=[c if i == r else 0 for i in range(rows)])
+                             for r, c in enumerate(counts) if c]  # fmt: skip
+                    logits = torch.cat(parts)
+                else:
+                    logits = model.decode(step_ids, cache, counts=counts)
+            self.assertEqual(len(calls), {"native": 1, "torchscript": 0, "alone": rows - 1}[path])
+            outs.append((logits.float(), cache))
+        (native, ours), (scripted, theirs), (alone, solo) = outs
+        self.assertEqual(native.shape, (sum(counts), 100))
+        torch.testing.assert_close(native, scripted, rtol=0, atol=2**-6 * scripted.abs().max().item())
+        self.assertTrue(torch.equal(native, alone))
+        for k, k2, k3 in zip((*ours.keys, *ours.values), (*theirs.keys, *theirs.values), (*solo.keys, *solo.values)):
+            for r, n in enumerate(ours.lens.tolist()):
+                held, expected = k[r, :, :n].float(), k2[r, :, :n].float()
+                torch.testing.assert_close(held, expected, rtol=0, atol=2**-6 * expected.abs().max().item())
+                self.assertTrue(torch.equal(k[r, :, :n], k3[r, :, :n]))
 
     def test_what_does_not_fit_the_model_or_the_cache_is_refused(self):
         model = micro_model(seed=14)
