@@ -383,7 +383,7 @@ class RowStepTest(unittest.TestCase):
         padded = torch.tensor([p + [0] * (width - len(p)) for p in prompts])
         step_ids = torch.tensor([[(7 * r + j) % 97 + 2 for j in range(20)] for r in range(rows)])
         outs = []
-        for path in ("native", "torchscript", "alone"):
+        for path in ("native", "torchscript", "alone", "last only"):
             cache = KVCache.empty(model.config, rows, 64, torch.bfloat16, holding=width)
             calls = []
             real = RowStep.__call__
@@ -394,11 +394,13 @@ class RowStepTest(unittest.TestCase):
                     parts = [model.decode(step_ids, cache, counts=[c if i == r else 0 for i in range(rows)])
                              for r, c in enumerate(counts) if c]  # fmt: skip
                     logits = torch.cat(parts)
-                else:
-                    logits = model.decode(step_ids, cache, counts=counts)
-            self.assertEqual(len(calls), {"native": 1, "torchscript": 0, "alone": rows - 1}[path])
+                else:  # "last only": the prompt's row returns its last logits only, as a stepped prefill's
+                    last_only = [r == 3 for r in range(rows)] if path == "last only" else None
+                    logits = model.decode(step_ids, cache, counts=counts, last_only=last_only)
+            self.assertEqual(len(calls), {"native": 1, "torchscript": 0, "alone": rows - 1, "last only": 1}[path])
             outs.append((logits.float(), cache))
-        (native, ours), (scripted, theirs), (alone, solo) = outs
+        (native, ours), (scripted, theirs), (alone, solo), (last, _) = outs
+        self.assertTrue(torch.equal(last, native[[*range(5), 24, *range(25, 35)]]))
         self.assertEqual(native.shape, (sum(counts), 100))
         torch.testing.assert_close(native, scripted, rtol=0, atol=2**-6 * scripted.abs().max().item())
         self.assertTrue(torch.equal(native, alone))
