@@ -1,6 +1,4 @@
-import type { AddressInfo } from "node:net";
-import { serve } from "@hono/node-server";
-import { hostAllowed, hostForm } from "../server/index.js";
+import { hostAllowed, hostForm, listenOn } from "../server/index.js";
 import type { AgentRunner } from "./agent.js";
 import { serveApp } from "./app.js";
 
@@ -31,10 +29,7 @@ export async function startServe(opts: ServeOptions): Promise<RunningServer> {
     apiKey: opts.apiKey,
     maxBodyBytes: opts.maxBodyBytes,
   });
-  const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
-    const s = serve({ fetch: app.fetch, hostname: host, port: opts.port ?? 0 }, () => resolve(s));
-  });
-  const { port } = server.address() as AddressInfo;
+  const { server, port } = await listenOn(app.fetch, host, opts.port ?? 0);
   allowHost = hostAllowed(host, port);
   return {
     url: `http://${hostForm(host)}:${port}/v1`,

@@ -1,10 +1,9 @@
-import type { AddressInfo } from "node:net";
-import { serve } from "@hono/node-server";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { secureHeaders } from "hono/secure-headers";
 import { hostAllowed, hostCheck, hostForm } from "./host-check.js";
 import { renderIndexPage, renderRecordPage, STYLE_HASH } from "./html.js";
+import { listenOn } from "./listen.js";
 import { type LoadedRecords, loadRecords } from "./records.js";
 
 export interface ViewerOptions {
@@ -75,10 +74,7 @@ export async function startViewer(opts: ViewerOptions): Promise<RunningViewer> {
   // The port is known once listening, before any request can arrive.
   let allowHost: (header: string | undefined) => boolean = () => false;
   const app = viewerApp({ paths: opts.paths, root, allowHost: (h) => allowHost(h) });
-  const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
-    const s = serve({ fetch: app.fetch, hostname: host, port: opts.port ?? 0 }, () => resolve(s));
-  });
-  const { port } = server.address() as AddressInfo;
+  const { server, port } = await listenOn(app.fetch, host, opts.port ?? 0);
   allowHost = hostAllowed(host, port);
   return {
     url: `http://${hostForm(host)}:${port}/`,

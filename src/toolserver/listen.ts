@@ -1,6 +1,4 @@
-import type { AddressInfo } from "node:net";
-import { serve } from "@hono/node-server";
-import { hostAllowed, hostForm } from "../server/index.js";
+import { hostAllowed, hostForm, listenOn } from "../server/index.js";
 import { type Route, type ToolServerConfig, toolServerApp } from "./app.js";
 
 export interface ListenOptions {
@@ -24,11 +22,7 @@ export async function startToolServer(
 ): Promise<RunningToolServer> {
   let allowHost: (header: string | undefined) => boolean = () => false;
   const app = toolServerApp(cfg, opts.routes, (h) => allowHost(h));
-  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, hostname: opts.host, port: opts.port }, () => resolve(s));
-    s.once("error", reject);
-  });
-  const { port } = server.address() as AddressInfo;
+  const { server, port } = await listenOn(app.fetch, opts.host, opts.port);
   allowHost = hostAllowed(opts.host, port);
   return {
     url: `http://${hostForm(opts.host)}:${port}`,

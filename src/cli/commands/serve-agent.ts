@@ -10,7 +10,9 @@ import type { ServeFlags } from "./serve.js";
 /**
  * Opens the model and tools the flags name and serves the agent; the server speaks the model's
  * `--dialect` with its `--system-prompt-file`, as `coa run` and `coa eval` do. With `launched`
- * (`launchModel` of `flags.model`), takes that engine over instead of starting one.
+ * (`launchModel` of `flags.model`), takes that engine over instead of starting one. If anything after
+ * the model fails (the tools, the log, the port), the model is closed before the error is rethrown,
+ * so an engine it started does not outlive the call.
  */
 export async function serveAgent(flags: ServeFlags, print: (line: string) => void, launched?: EngineLaunch) {
   const model = await openAgentModel(
@@ -20,6 +22,19 @@ export async function serveAgent(flags: ServeFlags, print: (line: string) => voi
     (line) => print(pc.yellow(line)),
     launched,
   );
+  try {
+    return await serveWith(model, flags, print);
+  } catch (error) {
+    await model.close?.();
+    throw error;
+  }
+}
+
+async function serveWith(
+  model: Awaited<ReturnType<typeof openAgentModel>>,
+  flags: ServeFlags,
+  print: (line: string) => void,
+) {
   const tools = await openAgentTools(flags, print);
   const store = await TrajectoryStore.open(flags.log);
   // The log's ids are only readable with their vocabulary, as for `coa run`.

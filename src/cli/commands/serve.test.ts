@@ -1,9 +1,10 @@
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
-import { describe, expect, it } from "vitest";
-import { ByteTokenizer } from "../../model/index.js";
+import { describe, expect, it, vi } from "vitest";
+import { ByteTokenizer, OpenAICompatibleClient } from "../../model/index.js";
 import { startFakeServer } from "../../model/testing/index.js";
 import { Trajectory } from "../../protocol/index.js";
 import { parseFlags } from "../flags.js";
@@ -37,6 +38,36 @@ describe("coa serve", () => {
       expect(help).toContain(flag);
     expect(help).toContain("Examples:");
     expect(help).toContain("delta.coa_step");
+  });
+
+  it("closes the model it opened when serving fails after it (here the port is taken)", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "coa-serve-fails-"));
+    const vllm = await startFakeServer("vllm", () => "<answer>4</answer>");
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const close = vi.spyOn(OpenAICompatibleClient.prototype, "close");
+    try {
+      const flags = parseFlags(ServeFlags, {
+        model: `${vllm.url}/v1`,
+        profile: "code",
+        search: "local",
+        dialect: "coa",
+        chatTemplate: "auto",
+        host: "127.0.0.1",
+        port: String((taken.address() as AddressInfo).port),
+        concurrency: "1",
+        log: join(dir, "trajectories.jsonl"),
+        unsafeNoSandbox: false,
+        maxTurns: "2",
+      });
+      await expect(serveAgent(flags, () => {})).rejects.toThrow(/EADDRINUSE/);
+      expect(close).toHaveBeenCalledTimes(1);
+    } finally {
+      close.mockRestore();
+      taken.close();
+      await vllm.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("rejects bad flags with the flag's name before opening anything", async () => {
