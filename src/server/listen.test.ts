@@ -10,7 +10,9 @@ describe("listenOn", () => {
     try {
       expect(first.port).toBeGreaterThan(0);
       expect(await (await fetch(`http://127.0.0.1:${first.port}/`)).text()).toBe("up");
-      await expect(listenOn(app.fetch, "127.0.0.1", first.port)).rejects.toMatchObject({ code: "EADDRINUSE" });
+      await expect(listenOn(app.fetch, "127.0.0.1", first.port)).rejects.toMatchObject({
+        code: "EADDRINUSE",
+      });
     } finally {
       await new Promise((resolve) => first.server.close(resolve));
     }
