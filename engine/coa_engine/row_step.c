@@ -142,12 +142,16 @@ INLINE void gemv_pairs(const float *x, int64_t count, const uint16_t *w, int64_t
         case 2: tile_pairs(tile, pairs, packed, sums, 2); break;
         default: tile_pairs(tile, pairs, packed, sums, 1);
       }
+      /* Each sum rounded to bf16, then stored or added: eight at a time, the last block's tail one by one. */
       for (int64_t i = 0; i < g; i++) {
-        float *yt = y + (t0 + i) * out;
-        for (int64_t c = first; c < last; c++) {
-          const float s = round1_bf16(sums[i * BLOCK + c - first]);
-          yt[c] = add ? yt[c] + s : s;
+        float *yt = y + (t0 + i) * out + first;
+        const float *st = sums + i * BLOCK;
+        int64_t c = 0;
+        for (; c + 8 <= last - first; c += 8) {
+          const __m256 s = round_bf16(_mm256_loadu_ps(st + c));
+          _mm256_storeu_ps(yt + c, add ? _mm256_add_ps(_mm256_loadu_ps(yt + c), s) : s);
         }
+        for (; c < last - first; c++) yt[c] = add ? yt[c] + round1_bf16(st[c]) : round1_bf16(st[c]);
       }
     }
   }
@@ -176,7 +180,12 @@ INLINE void rms_norm(const float *x, const float *weight, int64_t n, float eps, 
   float squares = 0.0f;
   for (int64_t i = 0; i < n; i++) squares += x[i] * x[i];
   const float r = 1.0f / sqrtf(squares / (float)n + eps);
-  for (int64_t i = 0; i < n; i++) out[i] = bf16 ? round1_bf16(x[i] * r * weight[i]) : x[i] * r * weight[i];
+  int64_t i = 0;
+  if (bf16) /* eight at a time: the scalar rounding kept the loop from vectorizing */
+    for (const __m256 r8 = _mm256_set1_ps(r); i + 8 <= n; i += 8)
+      _mm256_storeu_ps(out + i, round_bf16(_mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), r8),
+                                                         _mm256_loadu_ps(weight + i))));
+  for (; i < n; i++) out[i] = bf16 ? round1_bf16(x[i] * r * weight[i]) : x[i] * r * weight[i];
 }
 
 /* n values into a cache row (fp32, or bf16 rounded), eight at a time: a row's line is usually not in the
