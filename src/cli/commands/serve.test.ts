@@ -17,6 +17,24 @@ function program(): Command {
   return p;
 }
 
+/** `coa serve`'s flags for the code profile over `model`, on any free loopback port, logging to `log`. */
+function serveFlags(model: string, log: string, overrides: Record<string, string> = {}) {
+  return parseFlags(ServeFlags, {
+    model,
+    profile: "code",
+    search: "local",
+    dialect: "coa",
+    chatTemplate: "auto",
+    host: "127.0.0.1",
+    port: "0",
+    concurrency: "1",
+    log,
+    unsafeNoSandbox: false,
+    maxTurns: "2",
+    ...overrides,
+  });
+}
+
 describe("coa serve", () => {
   it("takes coa run's model and tool flags, and shows examples in --help", () => {
     const p = program();
@@ -47,18 +65,8 @@ describe("coa serve", () => {
     await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
     const close = vi.spyOn(OpenAICompatibleClient.prototype, "close");
     try {
-      const flags = parseFlags(ServeFlags, {
-        model: `${vllm.url}/v1`,
-        profile: "code",
-        search: "local",
-        dialect: "coa",
-        chatTemplate: "auto",
-        host: "127.0.0.1",
+      const flags = serveFlags(`${vllm.url}/v1`, join(dir, "trajectories.jsonl"), {
         port: String((taken.address() as AddressInfo).port),
-        concurrency: "1",
-        log: join(dir, "trajectories.jsonl"),
-        unsafeNoSandbox: false,
-        maxTurns: "2",
       });
       await expect(serveAgent(flags, () => {})).rejects.toThrow(/EADDRINUSE/);
       expect(close).toHaveBeenCalledTimes(1);
@@ -90,20 +98,7 @@ describe("coa serve --dialect", () => {
     const dir = await mkdtemp(join(tmpdir(), "coa-serve-dialect-"));
     const vllm = await startFakeServer("vllm", afmCode);
     const log = join(dir, "trajectories.jsonl");
-    const parsed = parseFlags(ServeFlags, {
-      model: `${vllm.url}/v1`,
-      profile: "code",
-      search: "local",
-      dialect: "coa",
-      chatTemplate: "auto",
-      host: "127.0.0.1",
-      port: "0",
-      concurrency: "1",
-      log,
-      unsafeNoSandbox: false,
-      maxTurns: "2",
-      ...flags,
-    });
+    const parsed = serveFlags(`${vllm.url}/v1`, log, flags);
     const { server, model } = await serveAgent(parsed, () => {});
     try {
       const res = await fetch(`${server.url}/chat/completions`, {
