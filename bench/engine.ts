@@ -78,10 +78,11 @@ async function readRate(bytes: number, threads: number): Promise<number> {
 }
 
 /**
- * What reading `weightBytes` once a token allows a lone row, at one thread's read rate and, where the
- * engine has more, at all of its threads' (on which a lone row's native step runs).
+ * What reading `params` weights of `dtype` once a token allows a lone row, at one thread's read rate
+ * and, where the engine has more, at all of its threads' (on which a lone row's native step runs).
  */
-async function readBound(weightBytes: number, threads: number, dtype: "fp32" | "bf16"): Promise<string> {
+async function readBound(params: number, threads: number, dtype: "fp32" | "bf16"): Promise<string> {
+  const weightBytes = (dtype === "bf16" ? 2 : 4) * params;
   const tokensPerS = async (n: number) => fmt((await readRate(weightBytes, n)) / weightBytes);
   const allThreads = threads > 1 ? `, ${await tokensPerS(threads)} at ${threads} threads'` : "";
   return (
@@ -228,10 +229,7 @@ export async function run(): Promise<void> {
       // (its packed copies, engine/coa_engine/row_step.py), else fp32 ones (RowWeights in model.py). The
       // native step of a lone row reads them on all of the engine's threads (--threads), other steps on one.
       const read = info.dtype === "bf16" && after.decode_attention?.fused ? "bf16" : "fp32";
-      const batch1Bound =
-        info.device === "cpu"
-          ? await readBound((read === "bf16" ? 2 : 4) * info.params, info.threads, read)
-          : "";
+      const batch1Bound = info.device === "cpu" ? await readBound(info.params, info.threads, read) : "";
       console.log(
         `${preset.padEnd(5)} ${(info.params / 1e6).toFixed(2)}M params | train ${train.shape}: ${fmt(train.tokensPerS)} tok/s, ` +
           `${fmt(train.flops / 1e9)} GFLOP/s, MFU ${((100 * train.flops) / peak).toFixed(1)}% | ` +

@@ -327,13 +327,13 @@ INLINE int row_step(const int64_t *ids, const row_set *set, const float *embed, 
    * thread: 4.88 -> 4.49 ms, the same bits). */
   const int batched = mats->sgemm && T >= mats->gemm_from;
   const int64_t span = batched || threads == 1 ? set->index[set->rows - 1] + 1 : 0;
-  /* Per id: the stream x, q k v, the attention's output (also per head, `by_head`, without the BLAS), the
+  /* Per id: the stream x, q k v, the attention's output (also per head, `by_head`, without the one call), the
    * gate and up projections and SwiGLU's product of them; then its norm, one copy per thread of the region
    * (`normed`: every thread computes the norms itself rather than one computing them while the others
    * wait at a barrier; the first copy also holds the last norm). Then per id its position and its row's
    * offsets in the cache, per row its first id and its positions after the step, and the one call's
    * arguments. */
-  const int64_t copies = batched ? 1 : threads, by_head_floats = batched ? 0 : T * dim;
+  const int64_t copies = batched ? 1 : threads, by_head_floats = span ? 0 : T * dim;
   float *buffer = malloc(sizeof(float) *
                          (size_t)(T * (dim + 3 * dim + dim + 2 * hidden + hidden) + by_head_floats + copies * T * dim));
   int64_t *where = malloc(sizeof(int64_t) * (size_t)(3 * T + 2 * set->rows + 3 * span + 1));

@@ -138,10 +138,6 @@ async function engineFor(
   return Engine.start({ preset }, { threads: opts.threads, maxSeqLen: opts.context, tokenizer });
 }
 
-/**
- * A training run outlives a crash of its engine process: it starts a new engine from the run's last
- * checkpoint and goes on (`withEngineRestarts`), saying so on stderr.
- */
 /** The share of a step's rollout prompt tokens the engine's prefix cache supplied, for the progress line. */
 function promptReuse(m: RlStepMetrics): string {
   const saved = m.saved_prefill_tokens ?? 0;
@@ -149,6 +145,10 @@ function promptReuse(m: RlStepMetrics): string {
   return all ? ` prompts ${Math.round((100 * saved) / all)}% cached` : "";
 }
 
+/**
+ * A training run outlives a crash of its engine process: it starts a new engine from the run's last
+ * checkpoint and goes on (`withEngineRestarts`), saying so on stderr.
+ */
 function engineRestarts(out: string): EngineRestartOptions {
   return {
     latestCheckpoint: () => new Checkpoints(path.resolve(out), 1).latest(),
