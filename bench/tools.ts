@@ -234,6 +234,23 @@ async function benchSandbox(): Promise<void> {
   }
   times.sort((a, b) => a - b);
   console.log(`sandbox print(1) start-to-exit: median ${ms(percentile(times, 50))} over ${runs} runs`);
+  // An agent runtime starts sandboxes while it serves other episodes: how long its event loop stands
+  // still meanwhile (the launcher starts them, so this no longer grows with coa's memory).
+  let stall = 0;
+  let last = performance.now();
+  const tick = setInterval(() => {
+    const now = performance.now();
+    stall = Math.max(stall, now - last);
+    last = now;
+  }, 1);
+  const [, together] = await time(() =>
+    Promise.all(Array.from({ length: 32 }, () => runPython({ code: "print(1)" }))),
+  );
+  clearInterval(tick);
+  const rss = process.memoryUsage().rss / 2 ** 20;
+  console.log(
+    `sandbox 32 print(1) at once: ${ms(together)}; the event loop's longest pause ${ms(stall)} (coa's RSS ${rss.toFixed(0)} MB)`,
+  );
 }
 
 export async function run(): Promise<void> {

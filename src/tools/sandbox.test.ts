@@ -57,6 +57,16 @@ describe("runPython in the bubblewrap sandbox", () => {
     expect(listing.stdout).toMatch(/\['alternatives', 'ld.so.cache', 'localtime'\]|\['ld.so.cache'/);
   });
 
+  it("holds no descriptor of coa's process but its stdio", async () => {
+    // Under vitest this process has an IPC channel to its runner: it must not reach the program.
+    const run = await runPython({
+      code: "import os\nprint(sorted(map(int, os.listdir('/proc/self/fd'))))",
+      limits,
+    });
+    // 3: the listing's own directory.
+    expect(run.stdout).toBe("[0, 1, 2, 3]\n");
+  });
+
   it("has no network", async () => {
     const run = await runPython({
       code: "import socket\ns = socket.create_connection(('1.1.1.1', 80), timeout=2)",

@@ -1,4 +1,4 @@
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { existsSync, lstatSync, readlinkSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { constants as osConstants, tmpdir } from "node:os";
@@ -6,6 +6,7 @@ import { isAbsolute, join } from "node:path";
 import { promisify } from "node:util";
 import pc from "picocolors";
 import { z } from "zod";
+import { launch } from "./launcher.js";
 
 /** Resource limits of one Python run. */
 export const SandboxLimits = z.object({
@@ -178,10 +179,6 @@ export interface SandboxProbe extends BwrapFeatures {
   scope: string[];
   /** Whether a seccomp filter blocks memfd_create, memfd_secret and shmget (x86-64 and arm64 only). */
   seccomp: boolean;
-}
-
-function runAsUser(): { uid?: number; gid?: number } {
-  return process.getuid?.() === 0 ? { uid: SANDBOX_UID, gid: SANDBOX_UID } : {};
 }
 
 function findTool(candidates: string[]): string | undefined {
@@ -395,27 +392,24 @@ function bwrapArgs(
   ];
 }
 
-/** The command that runs one sandboxed program: bwrap, inside a systemd scope when one is used. */
+/**
+ * The command that runs one sandboxed program: bwrap, inside a systemd scope when one is used, and as
+ * the sandbox's user when coa runs as root.
+ */
 function sandboxCommand(
   bwrap: string,
   python: string,
   limits: SandboxLimits,
   probe: SandboxProbe,
-): { command: string; args: string[] } & Pick<SpawnPlan, "enforced" | "seccomp" | "scoped"> {
+): { argv: string[] } & Pick<SpawnPlan, "enforced" | "seccomp"> {
   const enforced = enforcedLimits(limits, probe);
-  const args = bwrapArgs(python, limits, probe, enforced);
+  const argv = [...dropToSandboxUser(), bwrap, ...bwrapArgs(python, limits, probe, enforced)];
   const seccomp = probe.seccomp
     ? seccompProgram(process.arch, { processes: probe.memory !== "single-process" })
     : null;
-  if (probe.memory !== "cgroup") return { command: bwrap, args, enforced, seccomp, scoped: false };
-  const [command, ...scope] = probe.scope;
-  return {
-    command,
-    args: [...scope, ...scopeProperties(enforced), "--", ...dropToSandboxUser(), bwrap, ...args],
-    enforced,
-    seccomp,
-    scoped: true,
-  };
+  if (probe.memory !== "cgroup") return { argv, enforced, seccomp };
+  // As root the scope is made by root, so the user is dropped inside it.
+  return { argv: [...probe.scope, ...scopeProperties(enforced), "--", ...argv], enforced, seccomp };
 }
 
 function scopeProperties(enforced: Pick<EnforcedLimits, "memoryBytes" | "processes">): string[] {
@@ -430,7 +424,7 @@ function scopeProperties(enforced: Pick<EnforcedLimits, "memoryBytes" | "process
   ];
 }
 
-/** As root, the scope is made by root and the sandbox then runs as uid 65534 (setpriv). */
+/** As root, the sandbox runs as uid 65534 (setpriv); bwrap would otherwise keep every capability. */
 function dropToSandboxUser(): string[] {
   if (process.getuid?.() !== 0) return [];
   const setpriv = findTool(SETPRIV_CANDIDATES) ?? "setpriv";
@@ -522,8 +516,8 @@ async function probeOnce(bwrap: string, python: string, cgroup: "auto" | "off"):
   };
   const limits = SandboxLimits.parse({ wallMs: 10_000 });
   const tryRun = (probe: SandboxProbe) => {
-    const { command, args, ...plan } = sandboxCommand(bwrap, python, limits, probe);
-    return spawnAndCollect(command, args, { ...plan, code: "pass", limits, sandboxed: true });
+    const { argv, ...plan } = sandboxCommand(bwrap, python, limits, probe);
+    return spawnAndCollect(argv, { ...plan, launcher: python, code: "pass", limits, sandboxed: true });
   };
   const scope = cgroup === "auto" ? await findScope() : null;
   if (scope) {
@@ -567,9 +561,10 @@ export async function runPython(req: RunPythonRequest): Promise<PythonRun> {
   const limits = SandboxLimits.parse(req.limits ?? {});
   if (options.unsafeNoSandbox) return runUnsandboxed(options.python, limits, req);
   const probe = await probeSandbox(options);
-  const { command, args, ...plan } = sandboxCommand(options.bwrap, options.python, limits, probe);
-  return spawnAndCollect(command, args, {
+  const { argv, ...plan } = sandboxCommand(options.bwrap, options.python, limits, probe);
+  return spawnAndCollect(argv, {
     ...plan,
+    launcher: options.python,
     code: req.code,
     stdin: req.stdin,
     limits,
@@ -590,8 +585,8 @@ async function runUnsandboxed(
     await writeFile(program, req.code);
     // The host's temp directory is not capped: only the processes' address spaces share the budget.
     const enforced = enforcedLimits(limits, { memory: "per-process", tmpfsSize: false });
-    const [prlimit, ...prlimitArgs] = limitArgs(limits, enforced);
-    return await spawnAndCollect(prlimit, [...prlimitArgs, python, ...PYTHON_FLAGS, program], {
+    return await spawnAndCollect([...limitArgs(limits, enforced), python, ...PYTHON_FLAGS, program], {
+      launcher: python,
       stdin: req.stdin,
       limits,
       enforced,
@@ -605,6 +600,8 @@ async function runUnsandboxed(
 }
 
 interface SpawnPlan {
+  /** The interpreter that runs the launcher (`launch`). */
+  launcher: string;
   /** Program text fed to bwrap on fd 3 (sandboxed runs). */
   code?: string;
   stdin?: string;
@@ -612,8 +609,6 @@ interface SpawnPlan {
   enforced: EnforcedLimits;
   signal?: AbortSignal;
   sandboxed: boolean;
-  /** Started through systemd-run (which, as root, must itself run as root). */
-  scoped?: boolean;
   /** The seccomp program bwrap reads on fd 4 (sandboxed runs on x86-64 and arm64). */
   seccomp?: Buffer | null;
   cwd?: string;
@@ -624,95 +619,42 @@ function signalName(n: number): string {
   return entry ? entry[0] : `SIG${n}`;
 }
 
-function killGroup(child: ChildProcess): void {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, "SIGKILL");
-  } catch {
-    // already gone
-  }
-}
-
-function spawnAndCollect(command: string, args: string[], plan: SpawnPlan): Promise<PythonRun> {
+async function spawnAndCollect(argv: string[], plan: SpawnPlan): Promise<PythonRun> {
   const started = performance.now();
-  return new Promise((resolvePromise, reject) => {
-    const seccomp = plan.seccomp ?? null;
-    const child = spawn(command, args, {
-      stdio: [
-        "pipe",
-        "pipe",
-        "pipe",
-        plan.code === undefined ? "ignore" : "pipe",
-        seccomp ? "pipe" : "ignore",
-      ],
-      detached: true,
-      env: SANDBOX_ENV,
-      cwd: plan.cwd ?? "/",
-      ...(plan.sandboxed && !plan.scoped ? runAsUser() : {}),
-    });
-    const chunks: Record<"stdout" | "stderr", Buffer[]> = { stdout: [], stderr: [] };
-    let kept = 0;
-    let killedBy: KilledBy | null = null;
-    const stop = (why: KilledBy) => {
-      killedBy ??= why;
-      killGroup(child);
-    };
-    const collect = (stream: "stdout" | "stderr") => (data: Buffer) => {
-      if (killedBy === "output_limit") return;
-      const room = plan.limits.outputBytes - kept;
-      chunks[stream].push(data.length > room ? data.subarray(0, room) : data);
-      kept += Math.min(room, data.length);
-      if (data.length > room) {
-        chunks[stream].push(Buffer.from(`\n…[output truncated at ${plan.limits.outputBytes} bytes]`));
-        stop("output_limit");
-      }
-    };
-    child.stdout?.on("data", collect("stdout"));
-    child.stderr?.on("data", collect("stderr"));
-    // A program that exits without reading its input closes the pipe: not an error.
-    child.stdin?.on("error", () => {});
-    child.stdin?.end(plan.stdin ?? "");
-    const codePipe = child.stdio[CODE_FD] as NodeJS.WritableStream | null;
-    if (plan.code !== undefined) {
-      codePipe?.on("error", () => {});
-      codePipe?.end(plan.code);
-    }
-    const seccompPipe = child.stdio[SECCOMP_FD] as NodeJS.WritableStream | null;
-    if (seccomp) {
-      seccompPipe?.on("error", () => {});
-      seccompPipe?.end(seccomp);
-    }
-    const timer = setTimeout(() => stop("wall_timeout"), plan.limits.wallMs);
-    const onAbort = () => stop("aborted");
-    plan.signal?.addEventListener("abort", onAbort, { once: true });
-    if (plan.signal?.aborted) onAbort();
-    child.on("error", (err) => {
-      clearTimeout(timer);
-      plan.signal?.removeEventListener("abort", onAbort);
-      reject(err);
-    });
-    child.on("close", (code, signal) => {
-      clearTimeout(timer);
-      plan.signal?.removeEventListener("abort", onAbort);
-      const stdout = Buffer.concat(chunks.stdout).toString("utf8");
-      const stderr = Buffer.concat(chunks.stderr).toString("utf8");
-      // bwrap reports a program killed by signal N as exit status 128 + N.
-      const termSignal =
-        signal ??
-        (plan.sandboxed && code !== null && code > 128 && code <= 192 ? signalName(code - 128) : null);
-      const exitCode = termSignal === null ? code : null;
-      resolvePromise({
-        stdout,
-        stderr,
-        exitCode,
-        timedOut: killedBy === "wall_timeout",
-        killedBy: killedBy ?? limitFromOutcome(termSignal, stderr),
-        elapsedMs: Math.round((performance.now() - started) * 10) / 10,
-        sandboxed: plan.sandboxed,
-        enforced: plan.enforced,
-      });
-    });
+  const inputs: Record<number, string | Buffer> = { 0: plan.stdin ?? "" };
+  if (plan.code !== undefined) inputs[CODE_FD] = plan.code;
+  if (plan.seccomp) inputs[SECCOMP_FD] = plan.seccomp;
+  const run = await launch(plan.launcher, {
+    argv,
+    env: SANDBOX_ENV,
+    cwd: plan.cwd,
+    inputs,
+    outputBytes: plan.limits.outputBytes,
+    wallMs: plan.limits.wallMs,
+    signal: plan.signal,
   });
+  const marker = `\n…[output truncated at ${plan.limits.outputBytes} bytes]`;
+  const text = (stream: "stdout" | "stderr") =>
+    run[stream].toString("utf8") + (run.truncated === stream ? marker : "");
+  const stderr = text("stderr");
+  // bwrap reports a program killed by signal N as exit status 128 + N.
+  const code = run.exitCode;
+  const termSignal =
+    run.signal !== null
+      ? signalName(run.signal)
+      : plan.sandboxed && code !== null && code > 128 && code <= 192
+        ? signalName(code - 128)
+        : null;
+  return {
+    stdout: text("stdout"),
+    stderr,
+    exitCode: termSignal === null ? code : null,
+    timedOut: run.killedBy === "wall_timeout",
+    killedBy: run.killedBy ?? limitFromOutcome(termSignal, stderr),
+    elapsedMs: Math.round((performance.now() - started) * 10) / 10,
+    sandboxed: plan.sandboxed,
+    enforced: plan.enforced,
+  };
 }
 
 /** Names the limit a program ran into, from how it ended. */

@@ -1,0 +1,252 @@
+"""Starts the sandbox's processes for coa (src/tools/launcher.ts), so that the Node process never forks.
+
+Node forks its whole address space to start a child, and on Linux that copy of the page tables grows
+with the process: tens of milliseconds for an agent runtime holding a corpus, during which its event
+loop stands still. This small process starts each program with posix_spawn (no copy at all) and
+relays the program's input and output.
+
+Protocol, one JSON object per line each way:
+  -> {"id": 1, "argv": [...], "env": {...}, "cwd": "/", "inputs": {"0": b64, "3": b64},
+      "outputBytes": n, "wallMs": n}
+     starts argv[0] (looked up in PATH) in a new session with `env`, the child's descriptor k (0 for stdin)
+     reading inputs[k] and then its end; stdout and stderr are collected.
+  -> {"id": 1, "kill": true}          ends the run's process group (the caller aborted).
+  <- {"id": 1, "stdout": b64, "stderr": b64, "truncated": "stdout" | "stderr" | null,
+      "killedBy": "wall_timeout" | "output_limit" | "aborted" | null,
+      "exitCode": n | null, "signal": n | null}
+     once the program exited and both its streams closed; or {"id": 1, "error": ..., "code": ...}
+     when it could not start. Output past `outputBytes` (stdout and stderr together) is dropped and
+     the run stopped; at `wallMs` the run is stopped. Stopping kills the whole process group.
+When its own stdin closes (coa exited), it kills every run still going and exits.
+"""
+
+import base64
+import errno
+import fcntl
+import json
+import os
+import selectors
+import signal
+import sys
+import time
+
+CHUNK = 65536
+STANDARD_SIGNALS = [s for s in range(1, 32) if s not in (signal.SIGKILL, signal.SIGSTOP)]
+# Without pidfd_open (Linux < 5.3), exits are polled this often.
+POLL_SECONDS = 0.01
+
+
+def above_stdio(fd):
+    """`fd` moved to a number the child's dup2 targets (0-4) cannot clobber before it is read."""
+    high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    os.close(fd)
+    return high
+
+
+class Run:
+    def __init__(self, launcher, request):
+        self.launcher, self.id = launcher, request["id"]
+        self.limit = request["outputBytes"]
+        self.deadline = time.monotonic() + request["wallMs"] / 1000
+        self.out = {"stdout": [], "stderr": []}
+        self.kept, self.truncated, self.killed_by, self.status = 0, None, None, None
+        actions, child_ends = [], []
+        self.readers, self.writers = {}, {}
+        for name, target in (("stdout", 1), ("stderr", 2)):
+            r, w = os.pipe()
+            w = above_stdio(w)
+            actions.append((os.POSIX_SPAWN_DUP2, w, target))
+            child_ends.append(w)
+            os.set_blocking(r, False)
+            self.readers[r] = name
+        for target, data in sorted((int(k), base64.b64decode(v)) for k, v in request["inputs"].items()):
+            r, w = os.pipe()
+            r = above_stdio(r)
+            actions.append((os.POSIX_SPAWN_DUP2, r, target))
+            child_ends.append(r)
+            os.set_blocking(w, False)
+            self.writers[w] = memoryview(data)
+        try:
+            # posix_spawn has no working-directory action (before Python 3.13): this process is
+            # single-threaded, so it enters the directory itself around the call.
+            os.chdir(request.get("cwd", "/"))
+            self.pid = os.posix_spawnp(
+                request["argv"][0],
+                request["argv"],
+                request["env"],
+                file_actions=actions,
+                setsid=True,
+                # Ignored signals survive exec, and Python ignores SIGPIPE and SIGXFSZ: a program would
+                # get EPIPE where it should die, and no signal at its file-size limit. As a fork from
+                # Node (libuv) does, every standard signal starts at its default, none blocked.
+                setsigdef=STANDARD_SIGNALS,
+                setsigmask=(),
+            )
+        except OSError:
+            for fd in [*child_ends, *self.readers, *self.writers]:
+                os.close(fd)
+            raise
+        finally:
+            os.chdir("/")
+        for fd in child_ends:
+            os.close(fd)
+        try:
+            self.pidfd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):
+            self.pidfd = None
+        sel = launcher.selector
+        for fd in self.readers:
+            sel.register(fd, selectors.EVENT_READ, (self, "read"))
+        for fd in self.writers:
+            sel.register(fd, selectors.EVENT_WRITE, (self, "write"))
+        if self.pidfd is not None:
+            sel.register(self.pidfd, selectors.EVENT_READ, (self, "exit"))
+
+    def stop(self, why):
+        if self.killed_by is None:
+            self.killed_by = why
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass  # already gone
+
+    def on_read(self, fd):
+        try:
+            data = os.read(fd, CHUNK)
+        except BlockingIOError:
+            return
+        if not data:
+            self.launcher.selector.unregister(fd)
+            os.close(fd)
+            del self.readers[fd]
+            return self.finish_if_done()
+        if self.killed_by == "output_limit":
+            return
+        room = self.limit - self.kept
+        name = self.readers[fd]
+        self.out[name].append(data[:room])
+        self.kept += min(room, len(data))
+        if len(data) > room:
+            self.truncated = name
+            self.stop("output_limit")
+
+    def on_write(self, fd):
+        data = self.writers[fd]
+        try:
+            sent = os.write(fd, data) if data else 0
+        except BlockingIOError:
+            return
+        except OSError:  # the program closed its end (EPIPE): it reads no more input
+            sent = len(data)
+        self.writers[fd] = data = data[sent:]
+        if not data:
+            self.close_writer(fd)
+
+    def close_writer(self, fd):
+        self.launcher.selector.unregister(fd)
+        os.close(fd)
+        del self.writers[fd]
+
+    def on_exit(self):
+        if self.status is not None:
+            return
+        pid, status = os.waitpid(self.pid, 0 if self.pidfd is not None else os.WNOHANG)
+        if pid == 0:
+            return
+        self.status = status
+        if self.pidfd is not None:
+            self.launcher.selector.unregister(self.pidfd)
+            os.close(self.pidfd)
+            self.pidfd = None
+        self.finish_if_done()
+
+    def finish_if_done(self):
+        if self.status is None or self.readers:
+            return
+        for fd in list(self.writers):
+            self.close_writer(fd)
+        self.launcher.finish(self)
+
+
+class Launcher:
+    def __init__(self):
+        self.selector = selectors.DefaultSelector()
+        self.runs = {}
+        self.pending = b""
+        os.set_blocking(0, False)
+        self.selector.register(0, selectors.EVENT_READ, (None, "requests"))
+        # A reply is written whole even when coa reads it slowly.
+        self.replies = os.fdopen(1, "wb", buffering=0)
+
+    def reply(self, message):
+        data = (json.dumps(message) + "\n").encode()
+        view = memoryview(data)
+        while view:
+            view = view[self.replies.write(view) :]
+
+    def on_requests(self):
+        data = os.read(0, CHUNK)
+        if not data:
+            for run in self.runs.values():
+                run.stop("aborted")
+            sys.exit(0)
+        lines = (self.pending + data).split(b"\n")
+        self.pending = lines.pop()
+        for line in lines:
+            request = json.loads(line)
+            if request.get("kill"):
+                run = self.runs.get(request["id"])
+                if run is not None:
+                    run.stop("aborted")
+                continue
+            try:
+                self.runs[request["id"]] = Run(self, request)
+            except OSError as err:
+                code = errno.errorcode.get(err.errno, "EIO")
+                self.reply({"id": request["id"], "error": f"spawn {request['argv'][0]} {code}", "code": code})
+
+    def finish(self, run):
+        del self.runs[run.id]
+        status = run.status
+        self.reply(
+            {
+                "id": run.id,
+                "stdout": base64.b64encode(b"".join(run.out["stdout"])).decode(),
+                "stderr": base64.b64encode(b"".join(run.out["stderr"])).decode(),
+                "truncated": run.truncated,
+                "killedBy": run.killed_by,
+                "exitCode": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+                "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+            }
+        )
+
+    def serve(self):
+        while True:
+            now = time.monotonic()
+            for run in list(self.runs.values()):
+                if run.killed_by is None and now >= run.deadline:
+                    run.stop("wall_timeout")
+            waiting = [r.deadline - now for r in self.runs.values() if r.killed_by is None]
+            polled = any(r.pidfd is None and r.status is None for r in self.runs.values())
+            timeout = min([max(0.0, w) for w in waiting] + ([POLL_SECONDS] if polled else []), default=None)
+            for key, _ in self.selector.select(timeout):
+                run, what = key.data
+                if what == "requests":
+                    self.on_requests()
+                elif what == "read":
+                    run.on_read(key.fd)
+                elif what == "write":
+                    run.on_write(key.fd)
+                else:
+                    run.on_exit()
+            if polled:
+                for run in list(self.runs.values()):
+                    if run.pidfd is None:
+                        run.on_exit()
+
+
+if __name__ == "__main__":
+    # Nothing coa's process left open may reach the programs (posix_spawn closes only what is
+    # marked close-on-exec): a test runner's IPC socket, say, would otherwise be inside the sandbox.
+    os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+    Launcher().serve()

@@ -1,0 +1,125 @@
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { constants, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+import { type LaunchRequest, launch } from "./launcher.js";
+
+const python = ["/usr/bin/python3", "/usr/local/bin/python3"].find((p) => existsSync(p)) ?? "python3";
+const env = { PATH: "/usr/bin:/bin" };
+const run = (argv: string[], more: Partial<LaunchRequest> = {}) =>
+  launch(python, { argv, env, inputs: { 0: "" }, outputBytes: 1 << 20, wallMs: 10_000, ...more });
+/** Whether `pid` still runs within a second: a killed orphan is reaped by init a little later. */
+async function stillRunning(pid: number): Promise<boolean> {
+  for (let i = 0; i < 50; i++) {
+    const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => null);
+    if (stat === null || stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) return false;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return true;
+}
+
+describe("launch: programs started by the launcher process", () => {
+  it("feeds stdin and further descriptors, and returns both streams and the exit status", async () => {
+    const script = "cat; cat <&3 >&2; cat <&4; exit 3";
+    const done = await run(["sh", "-c", script], {
+      inputs: { 0: "in\n", 3: "three\n", 4: Buffer.from("four\n") },
+    });
+    expect(done).toMatchObject({ exitCode: 3, signal: null, killedBy: null, truncated: null });
+    expect(done.stdout.toString()).toBe("in\nfour\n");
+    expect(done.stderr.toString()).toBe("three\n");
+  });
+
+  it("runs in the directory and environment asked for, with no other descriptors open", async () => {
+    const done = await run(["sh", "-c", 'pwd; echo "$PATH $HOME"; ls /proc/self/fd'], { cwd: "/tmp" });
+    // ls's own listing descriptor is the one past 0-2.
+    expect(done.stdout.toString()).toBe("/tmp\n/usr/bin:/bin \n0\n1\n2\n3\n");
+  });
+
+  it("starts programs with every standard signal at its default and none blocked, as Node does", async () => {
+    const done = await run(["grep", "-E", "^Sig(Ign|Blk)", "/proc/self/status"]);
+    const [blocked, ignored] = done.stdout
+      .toString()
+      .trim()
+      .split("\n")
+      .map((line) => BigInt(`0x${line.split("\t")[1]}`));
+    expect(blocked).toBe(0n);
+    // Signals 1-31 (SIGPIPE and SIGXFSZ above all, which Python ignores); libuv leaves the rest as inherited.
+    expect(ignored! & 0x7fffffffn).toBe(0n);
+  });
+
+  it("kills the whole process group at the wall limit, keeping what was printed", async () => {
+    const done = await run(["sh", "-c", "echo started; sleep 30 & echo $! >&2; wait"], { wallMs: 300 });
+    expect(done).toMatchObject({
+      killedBy: "wall_timeout",
+      signal: constants.signals.SIGKILL,
+      exitCode: null,
+    });
+    expect(done.stdout.toString()).toBe("started\n");
+    expect(await stillRunning(Number(done.stderr.toString()))).toBe(false);
+  });
+
+  it("cuts output at the byte limit and stops the program", async () => {
+    const done = await run(["sh", "-c", "while :; do echo 0123456789; done"], { outputBytes: 25 });
+    expect(done).toMatchObject({ killedBy: "output_limit", truncated: "stdout" });
+    expect(done.stdout.toString()).toBe("0123456789\n0123456789\n012");
+  });
+
+  it("stops a run when its signal aborts, also one aborted before it started", async () => {
+    const controller = new AbortController();
+    const going = run(["sleep", "30"], { signal: controller.signal });
+    setTimeout(() => controller.abort(), 100);
+    expect(await going).toMatchObject({ killedBy: "aborted", signal: constants.signals.SIGKILL });
+    expect(await run(["sleep", "30"], { signal: AbortSignal.abort() })).toMatchObject({
+      killedBy: "aborted",
+    });
+  });
+
+  it("leaves stdin unread without harm, and runs many programs at once", async () => {
+    const big = "x".repeat(1 << 20);
+    const all = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => run(["sh", "-c", `echo ${i}`], { inputs: { 0: big } })),
+    );
+    expect(all.map((d) => d.stdout.toString())).toEqual(Array.from({ length: 8 }, (_, i) => `${i}\n`));
+  });
+
+  it("rejects a program that cannot start with the system's reason", async () => {
+    await expect(run(["/nonexistent/program"])).rejects.toMatchObject({ code: "ENOENT" });
+  });
+
+  it("rejects the runs of a launcher that died, and starts another for the next", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "coa-launcher-"));
+    const file = join(dir, "parent");
+    const going = run(["sh", "-c", `echo $PPID > ${file}; sleep 30`]).catch((err: Error) => err);
+    let parent = "";
+    while (!parent.endsWith("\n")) {
+      await new Promise((r) => setTimeout(r, 20));
+      parent = await readFile(file, "utf8").catch(() => "");
+    }
+    process.kill(Number(parent), "SIGKILL");
+    expect(String(await going)).toMatch(/the sandbox launcher .* exited with SIGKILL/);
+    expect((await run(["echo", "again"])).stdout.toString()).toBe("again\n");
+    await rm(dir, { recursive: true });
+  });
+
+  it("lets the process exit once its runs are done", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "coa-launcher-"));
+    const script = join(dir, "exits.mts");
+    const module = fileURLToPath(new URL("./launcher.ts", import.meta.url));
+    await writeFile(
+      script,
+      [
+        `import { launch } from ${JSON.stringify(module)};`,
+        `const done = await launch(${JSON.stringify(python)}, { argv: ["echo", "ok"], env: {}, inputs: { 0: "" }, outputBytes: 100, wallMs: 5000 });`,
+        "process.stdout.write(done.stdout);",
+      ].join("\n"),
+    );
+    const tsx = fileURLToPath(new URL("../../node_modules/tsx/dist/cli.mjs", import.meta.url));
+    const { stdout } = await promisify(execFile)(process.execPath, [tsx, script], { timeout: 20_000 });
+    expect(stdout).toBe("ok\n");
+    await rm(dir, { recursive: true });
+  });
+});
