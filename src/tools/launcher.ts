@@ -64,7 +64,8 @@ class Launcher {
     this.child.stdout?.on("data", (text: string) => this.read(text));
     this.child.stdin?.on("error", () => {}); // its exit, reported below, says more
     this.child.on("error", (err) => this.gone(err));
-    this.child.on("exit", (code, signal) =>
+    // "close", not "exit": replies it wrote before it died are read first.
+    this.child.on("close", (code, signal) =>
       this.gone(
         new Error(`the sandbox launcher (${python} ${SCRIPT}) exited with ${signal ?? `code ${code}`}`),
       ),
