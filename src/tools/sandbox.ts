@@ -528,7 +528,10 @@ async function probeOnce(bwrap: string, python: string, cgroup: "auto" | "off"):
   // Without a cgroup, the filter (where there is one) keeps the run to one process, which then gets the
   // whole budget; else the budget is split over the processes allowed.
   const plain: SandboxProbe = { ...base, memory: base.seccomp ? "single-process" : "per-process", scope: [] };
-  const run = await tryRun(plain);
+  const run = await tryRun(plain).catch((err: Error) => {
+    // A tool of the command line missing (setpriv, as root), or the launcher's interpreter broken.
+    throw refuse(`a test run of ${python} in bwrap ${version} could not start (${err.message})`);
+  });
   if (run.exitCode !== 0) {
     throw refuse(`a test run of ${python} in bwrap ${version} failed: ${run.stderr.trim() || run.killedBy}`);
   }
