@@ -248,5 +248,9 @@ class Launcher:
 if __name__ == "__main__":
     # Nothing coa's process left open may reach the programs (posix_spawn closes only what is
     # marked close-on-exec): a test runner's IPC socket, say, would otherwise be inside the sandbox.
-    os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+    try:
+        last = max(int(fd) for fd in os.listdir("/proc/self/fd"))
+    except OSError:  # no /proc: the descriptor limit, which a container may set to a billion
+        last = min(os.sysconf("SC_OPEN_MAX"), 1 << 16)
+    os.closerange(3, last + 1)
     Launcher().serve()
