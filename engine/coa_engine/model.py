@@ -413,8 +413,10 @@ class SharedPrefix:
     @classmethod
     def of_row(cls, cache: KVCache, row: int, ids: list[int]) -> SharedPrefix | None:
         """Row `row`'s first positions, as many whole `attention.SHARED_BLOCK`s as `ids` (its prompt's
-        prefix common to the rows) covers, or None if that is fewer than `MIN_POSITIONS`."""
-        n = len(ids) // attention.SHARED_BLOCK * attention.SHARED_BLOCK
+        prefix common to the rows) covers within what the row holds, or None if that is fewer than
+        `MIN_POSITIONS`. (A prefix-cache hit whose new ids ride the next step holds only its hit yet;
+        positions past it are not computed, and a copy of them would reach every row that adopts it.)"""
+        n = min(len(ids), int(cache.lens[row])) // attention.SHARED_BLOCK * attention.SHARED_BLOCK
         if n < cls.MIN_POSITIONS:
             return None
         keys, values = cache.row(row, n)

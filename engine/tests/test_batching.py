@@ -6,8 +6,10 @@ import threading
 import unittest
 from unittest import mock
 
+import torch
+
 from coa_engine import attention
-from coa_engine.model import KVCache
+from coa_engine.model import KVCache, SharedPrefix
 from coa_engine.sampling import CachedDecoder, ModelGate, Refused, Sampler, SamplingParams
 from coa_engine.worker import Worker
 
@@ -257,6 +259,20 @@ class ContinuousBatchingTest(unittest.TestCase):
             self.assertEqual(sampler.prefilled_prompts - before, 2, "one prefill per distinct prompt")
         finally:
             sampler.close()
+
+    def test_a_shared_prefix_copies_only_positions_its_row_holds(self):
+        """A row that holds 70 positions of a 200-id common prefix (a prefix-cache hit whose new ids are
+        still pending) gives a copy of its first 64 (whole blocks of 16); one that holds 40 gives none."""
+        model = micro_model(seed=3)
+        cache = KVCache.empty(model.config, 2, 256, torch.float32)
+        for layer in cache.keys + cache.values:
+            layer.normal_()
+        cache.lens = torch.tensor([70, 40])
+        ids = list(range(3, 203))
+        shared = SharedPrefix.of_row(cache, 0, ids)
+        self.assertEqual(shared.ids, ids[:64])
+        self.assertTrue(torch.equal(shared.keys[0], cache.keys[0][0, :, :64]))
+        self.assertIsNone(SharedPrefix.of_row(cache, 1, ids))
 
     def test_rows_sharing_a_system_prompt_read_it_from_one_copy(self):
         """Three requests whose prompts start with one 83-id system prompt start as a batch: its first 80
