@@ -78,6 +78,15 @@ describe("launch: programs started by the launcher process", () => {
     });
   });
 
+  it("returns output of many reads whole, byte for byte", async () => {
+    // 420,000 bytes through 64 KiB reads and one reply line; each line holds its number.
+    const done = await run(["sh", "-c", "seq -w 1 60000 | sed 's/^/x/'"]);
+    const lines = done.stdout.toString().split("\n");
+    expect(done.stdout.length).toBe(60000 * 7);
+    expect(lines.slice(0, 2)).toEqual(["x00001", "x00002"]);
+    expect(lines.at(-2)).toBe("x60000");
+  });
+
   it("leaves stdin unread without harm, and runs many programs at once", async () => {
     const big = "x".repeat(1 << 20);
     const all = await Promise.all(
