@@ -1,6 +1,7 @@
 // Tools: BM25 index build/open/query over generated corpora (100,000 documents; with
 // COA_BENCH_INDEX_SIZES=1000000,2000000,4000000 also those sizes, and a projection to 21M), in each
-// BM25 mode of COA_BENCH_BM25 (default "coa,pyserini"), and the code sandbox's start-to-exit latency.
+// BM25 mode of COA_BENCH_BM25 (default "coa,pyserini"), and the code sandbox's start-to-exit latency
+// and how long 32 sandboxes starting at once pause the event loop.
 // Corpora are synthetic and deterministic (seeded), in a temp dir.
 
 import { execFileSync } from "node:child_process";
