@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 
 /**
  * Programs started for coa by a small helper process (launcher.py) instead of by Node: Node forks its
- * whole address space to start a child, which on Linux costs time in proportion to the process (20–40
+ * whole address space to start a child, which on Linux costs time in proportion to the process (19–42
  * ms for an agent runtime of 250–850 MB on a 2-core VM, its event loop blocked all the while, and the
  * CPU spent again in the child), and an evaluation starts a sandbox for every code call. The helper
  * starts each one with posix_spawn, which copies nothing.
