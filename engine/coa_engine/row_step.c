@@ -37,6 +37,15 @@
 #include <omp.h>
 #endif
 
+/* The calling thread's number in the OpenMP region it runs in (0 outside one, or without OpenMP). */
+INLINE int64_t thread_number(void) {
+#ifdef _OPENMP
+  return omp_get_thread_num();
+#else
+  return 0;
+#endif
+}
+
 int coa_attend_rows(const float *q, const void *keys, const void *values, float *out, const int64_t *ends,
                     const int64_t *counts, int64_t rows, int64_t heads, int64_t d, int64_t q_position, int64_t q_head,
                     int64_t key_row, int64_t key_head, int64_t value_row, int64_t value_head, const void *shared_keys,
@@ -369,11 +378,7 @@ INLINE int row_step(const int64_t *ids, const row_set *set, const float *embed, 
    * rotation and cache writes into the attention's jobs; docs/engine.md). */
 #pragma omp parallel num_threads(threads) if (threads > 1 && !batched)
   {
-#ifdef _OPENMP
-    const int64_t thread = omp_get_thread_num();
-#else
-    const int64_t thread = 0;
-#endif
+    const int64_t thread = thread_number();
     float *mine = normed + thread * T * dim;
     uint32_t *my_pairs = pairs ? pairs + thread * T * (widest / 2) : NULL;
     for (int64_t l = 0; l < layers; l++) {
@@ -433,14 +438,8 @@ INLINE int row_step(const int64_t *ids, const row_set *set, const float *embed, 
   /* A prompt's last id beside a few rows: the output matrix by `gemv` (the BLAS would pack all of it). */
   const int output_gemm = batched && S >= mats->gemm_from;
 #pragma omp parallel num_threads(threads) if (threads > 1 && !output_gemm)
-  {
-#ifdef _OPENMP
-    uint32_t *my_pairs = pairs ? pairs + omp_get_thread_num() * T * (widest / 2) : NULL;
-#else
-    uint32_t *my_pairs = pairs;
-#endif
-    project(mats, output_gemm, 4 * layers, normed, S, dim, vocab, logits, 0, bf16, my_pairs);
-  }
+  project(mats, output_gemm, 4 * layers, normed, S, dim, vocab, logits, 0, bf16,
+          pairs ? pairs + thread_number() * T * (widest / 2) : NULL);
   free(buffer);
   free(where);
   free(pairs);
