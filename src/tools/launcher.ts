@@ -34,17 +34,10 @@ export interface Launched {
   signal: number | null;
 }
 
-interface Reply {
-  id: number;
-  error?: string;
-  code?: string;
-  stdout?: string;
-  stderr?: string;
-  truncated?: Launched["truncated"];
-  killedBy?: Launched["killedBy"];
-  exitCode?: number | null;
-  signal?: number | null;
-}
+/** launcher.py's answer: a finished run (its streams in base64), or why it could not start. */
+type Reply =
+  | ({ id: number; stdout: string; stderr: string } & Omit<Launched, "stdout" | "stderr">)
+  | { id: number; error: string; code: string };
 
 const SCRIPT = fileURLToPath(new URL("./launcher.py", import.meta.url));
 
@@ -140,15 +133,9 @@ export async function launch(python: string, req: LaunchRequest): Promise<Launch
     launchers.set(python, launcher);
   }
   const reply = await launcher.run(req);
-  if (reply.error !== undefined) {
+  if ("error" in reply) {
     throw Object.assign(new Error(reply.error), { code: reply.code, syscall: `spawn ${req.argv[0]}` });
   }
-  return {
-    stdout: Buffer.from(reply.stdout ?? "", "base64"),
-    stderr: Buffer.from(reply.stderr ?? "", "base64"),
-    truncated: reply.truncated ?? null,
-    killedBy: reply.killedBy ?? null,
-    exitCode: reply.exitCode ?? null,
-    signal: reply.signal ?? null,
-  };
+  const { id: _, stdout, stderr, ...status } = reply;
+  return { stdout: Buffer.from(stdout, "base64"), stderr: Buffer.from(stderr, "base64"), ...status };
 }
