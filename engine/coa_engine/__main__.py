@@ -139,6 +139,8 @@ def main(argv: list[str] | None = None) -> None:
     worker = build_worker(args)
     info = worker.info()
     gflops = ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in info["matmul_gflops"].items())
+    if gflops and info["matmul_remembered"]:
+        gflops += f" at {info['matmul_measured_at']}, remembered"
     log(
         f"{info['model']}: {info['params'] / 1e6:.2f}M params, context {info['max_model_len']}, "
         f"{info['device']} {info['dtype']}{f' (measured {gflops})' if gflops else ''}, {info['threads']} threads"

@@ -44,8 +44,14 @@ COMPILE_FLAGS = ["-O3", "-march=native", "-ffast-math", "-fopenmp", "-fPIC"]
 LINK_FLAGS = ["-shared", "-fopenmp"]
 
 
+def cache_root() -> Path:
+    """coa's cache for this user (XDG_CACHE_HOME, else ~/.cache, then coa): the engine's built kernels
+    here, its remembered dtype choices (precision.py)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "coa"
+
+
 def cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "coa" / "kernels"
+    return cache_root() / "kernels"
 
 
 def cpu_flags() -> str:

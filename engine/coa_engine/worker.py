@@ -13,7 +13,7 @@ import torch
 from . import allocator, attention, blas, checkpoint, graph_step
 from .drafting import DEFAULT_DRAFT_TOKENS
 from .model import ModelConfig, Transformer, preset_config
-from .precision import choose_device, choose_dtype
+from .precision import DtypeChoice, choose_device, remembered_dtype
 from .sampling import CachedDecoder, ModelGate, Sampler
 from .tokenizer import ByteTokenizer, default_tags, tokenizer_from_json
 from .train import OptimizerConfig, Trainer
@@ -79,7 +79,7 @@ class Worker:
     ):
         self.device = choose_device(device)
         # Chosen on the first model's own projections (`_choose_dtype`), then kept for every later load.
-        self.requested_dtype, self.dtype, self.dtype_gflops = dtype, None, {}
+        self.requested_dtype, self.dtype, self.dtype_choice = dtype, None, DtypeChoice(dtype, {})
         self.expected_tags = tags
         self.gate = ModelGate(threads)
         self.generation_threads = generation_threads
@@ -156,7 +156,10 @@ class Worker:
             "tokenizer": {"name": self.tokenizer.name, "vocab_size": self.tokenizer.vocab_size},
             "device": self.device,
             "dtype": self.dtype,
-            "matmul_gflops": {k: round(v, 1) for k, v in self.dtype_gflops.items()},
+            "matmul_gflops": {k: round(v, 1) for k, v in self.dtype_choice.gflops.items()},
+            # When those were timed; remembered: at an earlier start on this machine (precision.py).
+            "matmul_measured_at": self.dtype_choice.measured_at,
+            "matmul_remembered": self.dtype_choice.remembered,
             # Per thread in torch: the handler's own count says nothing; these are what the model
             # thread (training, scoring) and the sampler were given.
             "threads": self.gate.threads or torch.get_num_threads(),
@@ -209,7 +212,8 @@ class Worker:
     def _choose_dtype(self, config: ModelConfig) -> None:
         """Once per engine, on its first model's own projections (a later load keeps the choice)."""
         if self.dtype is None:
-            self.dtype, self.dtype_gflops = choose_dtype(self.requested_dtype, self.device, config.projection_shapes())
+            self.dtype_choice = remembered_dtype(self.requested_dtype, self.device, config.projection_shapes())
+            self.dtype = self.dtype_choice.dtype
             if self.device == "cpu":
                 attention.attention_kernel()  # built now (about a second, once per machine), not in a first request
 

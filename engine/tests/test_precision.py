@@ -1,14 +1,18 @@
 """The dtype choice at start: timed on the model's own projections, on one thread, measured again while
 a moment of load leaves the rounds in disagreement."""
 
+import json
+import tempfile
 import threading
 import unittest
+from pathlib import Path
 from unittest import mock
 
 import torch
 
 from coa_engine.model import matmul_dtype, preset_config
 from coa_engine.precision import (
+    DECISIVE,
     FAR_SLOWER,
     MAX_ROUNDS,
     MIN_ROUNDS,
@@ -19,6 +23,7 @@ from coa_engine.precision import (
     choose_dtype,
     linear_flops,
     one_thread,
+    remembered_dtype,
 )
 
 # The autocast state as the model reads it (torch's own per-device queries are deprecated from 2.4).
@@ -109,6 +114,68 @@ class DtypeChoiceTest(unittest.TestCase):
             flops = linear_flops(torch.float32, self.shapes, rows=64, seconds=0.01)
         self.assertEqual(torch.get_num_threads(), before)
         self.assertGreater(flops, 1e8)
+
+
+class RememberedDtypeTest(unittest.TestCase):
+    """A decisive choice is kept per CPU, torch and model shapes, so that later starts skip the rounds."""
+
+    shapes = preset_config("micro", 281).projection_shapes()
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = Path(self.dir.name) / "coa" / "dtype-choices.json"
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_a_decisive_choice_is_timed_once(self):
+        measure, calls = scripted([100.0], [100.0 * DECISIVE])
+        first = remembered_dtype("auto", "cpu", self.shapes, self.path, measure)
+        self.assertEqual((first.dtype, first.gflops, first.remembered), ("bf16", {"fp32": 100.0, "bf16": 200.0}, False))
+        timed = len(calls)
+        again = remembered_dtype("auto", "cpu", self.shapes, self.path, measure)
+        self.assertEqual(len(calls), timed)  # nothing timed again
+        self.assertEqual((again.dtype, again.gflops, again.measured_at), ("bf16", first.gflops, first.measured_at))
+        self.assertTrue(again.remembered)
+        # Other shapes (another preset) are their own measurement, beside the first in the same file.
+        other = preset_config("tiny", 281).projection_shapes()
+        remembered_dtype("auto", "cpu", other, self.path, measure)
+        self.assertGreater(len(calls), timed)
+        self.assertEqual(len(json.loads(self.path.read_text())), 2)
+
+    def test_bf16_ruled_out_at_the_first_look_is_remembered(self):
+        measure, calls = scripted([60.0], [1.3], probe=(60.0, 1.3))
+        self.assertEqual(remembered_dtype("auto", "cpu", self.shapes, self.path, measure).dtype, "fp32")
+        self.assertEqual(len(calls), 2)
+        self.assertTrue(remembered_dtype("auto", "cpu", self.shapes, self.path, measure).remembered)
+        self.assertEqual(len(calls), 2)
+
+    def test_a_close_call_is_timed_at_every_start(self):
+        measure, calls = scripted([100.0], [150.0])
+        for _ in range(2):
+            choice = remembered_dtype("auto", "cpu", self.shapes, self.path, measure)
+            self.assertEqual((choice.dtype, choice.remembered), ("bf16", False))
+        self.assertEqual([rows for *_, rows in calls].count(PROBE_ROWS), 4)  # two first looks
+        self.assertFalse(self.path.exists())
+
+    def test_a_broken_or_unwritable_file_only_means_timing(self):
+        measure, calls = scripted([100.0], [400.0])
+        self.path.parent.mkdir(parents=True)
+        for text in ("not json", "[1, 2]", '{"x": 1}'):
+            self.path.write_text(text)
+            self.assertFalse(remembered_dtype("auto", "cpu", self.shapes, self.path, measure).remembered)
+        self.assertTrue(remembered_dtype("auto", "cpu", self.shapes, self.path, measure).remembered)
+        blocked = Path(self.dir.name) / "a-file" / "dtype-choices.json"  # its directory is a file
+        blocked.parent.write_text("")
+        self.assertEqual(remembered_dtype("auto", "cpu", self.shapes, blocked, measure).dtype, "bf16")
+        self.assertEqual(sorted(p.name for p in self.path.parent.iterdir()), ["dtype-choices.json"])
+
+    def test_an_explicit_dtype_neither_reads_nor_writes(self):
+        measure, calls = scripted([100.0], [400.0])
+        choice = remembered_dtype("fp32", "cpu", self.shapes, self.path, measure)
+        self.assertEqual((choice.dtype, choice.gflops, choice.measured_at), ("fp32", {}, None))
+        self.assertEqual(calls, [])
+        self.assertFalse(self.path.exists())
 
 
 class AutocastTest(unittest.TestCase):

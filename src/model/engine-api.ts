@@ -111,6 +111,10 @@ export const EngineInfo = z.object({
   dtype: z.string(),
   /** GFLOP/s of the model's projections measured at start-up per dtype (one thread), which decided `dtype`. */
   matmul_gflops: z.record(z.string(), z.number()),
+  /** When `matmul_gflops` were timed (ISO 8601; null where the dtype was asked for, not timed), and
+   * whether at an earlier start on this machine: a decisive choice is remembered (docs/engine.md). */
+  matmul_measured_at: z.string().nullable().optional(),
+  matmul_remembered: z.boolean().optional(),
   /** torch threads of training and scoring, and of generation (fewer: the client runs beside it). */
   threads: z.number().int(),
   generation_threads: z.number().int().optional(),
