@@ -10,5 +10,6 @@ export * from "./json-http.js";
 export type { NativeFamily } from "./native-wire.js";
 export * from "./open.js";
 export * from "./openai-client.js";
+export * from "./prefix-cache-counters.js";
 export * from "./tokenizer-files.js";
 export * from "./types.js";

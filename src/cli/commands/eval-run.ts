@@ -13,6 +13,8 @@ import {
   type EngineLaunch,
   engineLoadLine,
   openModel,
+  prefixCacheCounters,
+  prefixCacheDelta,
   saveTokenizerOf,
   TOKENIZER_FILE,
 } from "../../model/index.js";
@@ -99,6 +101,9 @@ export async function runEval(
   try {
     await mkdir(flags.out, { recursive: true });
     await saveTokenizerOf(model, path.join(flags.out, TOKENIZER_FILE));
+    // The embedded engine's KV reuse across turns over these episodes: prompt tokens it did not
+    // compute again (the counters are cumulative; read around the run, as RL reads them per step).
+    const cacheBefore = model instanceof Engine ? prefixCacheCounters(await model.info()) : null;
     const summary = await evaluate({
       model,
       tools,
@@ -115,9 +120,8 @@ export async function runEval(
       onProgress: (p) => progress.update(p.done, p.total, `${p.correct} correct`),
     });
     progress.stop();
-    // The embedded engine's KV reuse across turns: prompt tokens it did not have to compute again.
     const info = model instanceof Engine ? await model.info() : undefined;
-    const cache = info?.prefix_cache;
+    const cache = info ? prefixCacheDelta(cacheBefore, prefixCacheCounters(info)) : null;
     const prefixCache = cache
       ? {
           hits: cache.hits,

@@ -1,7 +1,12 @@
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
-import type { PolicySequence, PolicyStepResult } from "../../model/index.js";
+import {
+  type PolicySequence,
+  type PolicyStepResult,
+  prefixCacheCounters,
+  prefixCacheDelta,
+} from "../../model/index.js";
 import type { Task } from "../../tasks/index.js";
 import { mean } from "../../util/index.js";
 import { writeCurvesReport } from "../report.js";
@@ -19,7 +24,6 @@ import type { TrainerClient } from "../trainer-client.js";
 import { groupAdvantages, isInformative } from "./advantages.js";
 import { miniBatches, policySequence } from "./batch.js";
 import { RlConfig, type RlConfigInput } from "./config.js";
-import { prefixCacheCounters, prefixCacheDelta } from "./prefix-cache.js";
 import {
   type Detokenize,
   type Group,

@@ -1,4 +1,4 @@
-import type { EngineInfo } from "../../model/index.js";
+import type { EngineInfo } from "./engine-api.js";
 
 /** The engine's prefix-cache counters (`/info`'s `prefix_cache`), cumulative since it started. */
 export interface PrefixCacheCounters {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { prefixCacheCounters, prefixCacheDelta } from "./prefix-cache.js";
+import { prefixCacheCounters, prefixCacheDelta } from "./prefix-cache-counters.js";
 
 const reading = (hits: number, misses: number, saved: number, computed: number) => ({
   hits,
