@@ -61,6 +61,18 @@ describe("code tool", () => {
     expect(obs).toMatchObject({ ok: false, error: "sandbox_refused" });
     expect(obs.text).toMatch(/^Python sandbox unavailable: cannot run \/nonexistent\/bwrap/);
   });
+
+  it("checks its sandbox ahead of the first call when asked to prepare", async () => {
+    await expect(tool.prepare?.()).resolves.toBeUndefined();
+    expect(await tool.run({ code: "print(2)" }, ctx)).toMatchObject({ ok: true, text: "2" });
+    // A sandbox that cannot run fails the preparation, and its first call still says why.
+    const refusing = createCodeTool({ sandbox: { bwrap: "/nonexistent/bwrap" } });
+    await expect(refusing.prepare?.()).rejects.toThrow(/cannot run \/nonexistent\/bwrap/);
+    expect(await refusing.run({ code: "print(1)" }, ctx)).toMatchObject({
+      ok: false,
+      error: "sandbox_refused",
+    });
+  });
 });
 
 describe("formatRun", () => {

@@ -3,6 +3,7 @@ import { extractCode } from "../protocol/index.js";
 import { guardTool, type ToolOutcome } from "./guard.js";
 import {
   type PythonRun,
+  probeSandbox,
   runPython,
   SandboxLimits,
   type SandboxOptions,
@@ -75,6 +76,9 @@ export function createCodeTool(opts: CodeToolOptions = {}): Tool<CodeArgs> {
         );
       }
       return extracted;
+    },
+    async prepare() {
+      if (!opts.sandbox?.unsafeNoSandbox) await probeSandbox(opts.sandbox);
     },
     run(args, ctx) {
       return guardTool(ctx, async (signal) => {

@@ -25,6 +25,6 @@ export {
 export { formatHits, type SearchHit } from "./search-results.js";
 export { createSearchTool, type SearchArgs } from "./search-tool.js";
 export { ToolCaller, type ToolCallOutcome } from "./tool-caller.js";
-export { createToolset, ToolsetConfig } from "./toolset.js";
+export { createToolset, prepareToolset, ToolsetConfig } from "./toolset.js";
 export * from "./types.js";
 export { type SearchBackend, searxngBackend, serperBackend } from "./web-search.js";

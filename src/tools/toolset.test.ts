@@ -2,8 +2,9 @@ import { existsSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
 import { CorpusIndex, defaultIndexDir } from "./corpus-index.js";
+import { probeSandbox } from "./sandbox.js";
 import { writeCorpusFile } from "./test-corpus.js";
-import { createToolset } from "./toolset.js";
+import { createToolset, prepareToolset } from "./toolset.js";
 
 const ctx = { timeoutMs: 5000, maxChars: 2000 };
 
@@ -58,5 +59,16 @@ describe("createToolset", () => {
       /baseUrl is required for searxng/,
     );
     expect(createToolset({ search: { provider: "searxng", baseUrl: "http://127.0.0.1:8888" } }).size).toBe(4);
+  });
+});
+
+describe("prepareToolset", () => {
+  it("gets the tools ready in the background, leaving failures to their first calls", async () => {
+    const bwrap = "/nonexistent/bwrap-prepared";
+    const tools = createToolset({ profile: "all", code: { bwrap } });
+    prepareToolset(tools); // returns at once; the failed check rejects unobserved, not unhandled
+    await expect(probeSandbox({ bwrap })).rejects.toThrow(/cannot run/);
+    const obs = await tools.get("code")!.run({ code: "print(1)" }, { timeoutMs: 5000, maxChars: 2000 });
+    expect(obs).toMatchObject({ ok: false, error: "sandbox_refused" });
   });
 });

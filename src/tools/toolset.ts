@@ -139,3 +139,13 @@ export function createToolset(input: ToolsetConfig = {}): Map<ToolTag, Tool> {
   const enabled = new Set<ToolTag>(PROFILES[config.profile].tools);
   return new Map(tools.filter((t) => enabled.has(t.tag)).map((t) => [t.tag, t]));
 }
+
+/**
+ * Has every tool of `tools` get ready in the background (`Tool.prepare`): a command calls it before it
+ * waits for its model, so that the first code call of an evaluation does not also wait for the
+ * sandbox's check (~0.3 s: bwrap's version, a cgroup scope tried, the launcher started, a test run).
+ * Failures are left to the tools' first calls, which report them as observations.
+ */
+export function prepareToolset(tools: Map<ToolTag, Tool>): void {
+  for (const tool of tools.values()) tool.prepare?.().catch(() => {});
+}

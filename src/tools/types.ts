@@ -31,6 +31,12 @@ export interface Tool<A = unknown> {
   readonly argsSchema: z.ZodType<A>;
   parseArgs(raw: string): A;
   run(args: A, ctx: ToolContext): Promise<Observation>;
+  /**
+   * Starts what the first call would otherwise start and wait for (the code tool: the sandbox's check
+   * and its launcher), so that a long run can have it ready while its model loads (`prepareToolset`).
+   * A failure here is left to the first call, which reports it.
+   */
+  prepare?(): Promise<void>;
 }
 
 export class ToolArgsError extends Error {

@@ -19,7 +19,7 @@ import {
   TOKENIZER_FILE,
 } from "../../model/index.js";
 import { loadTasks } from "../../tasks/index.js";
-import { CorpusIndex, createToolset } from "../../tools/index.js";
+import { CorpusIndex, createToolset, prepareToolset } from "../../tools/index.js";
 import { pct, readJsonlTolerant } from "../../util/index.js";
 import { agentPrompt } from "../agent-flags.js";
 import { findCorpus } from "../corpus.js";
@@ -83,6 +83,7 @@ export async function runEval(
     ...web,
     code: { unsafeNoSandbox: flags.unsafeNoSandbox },
   });
+  prepareToolset(tools); // while the engine starts
   const apiKey = modelApiKey();
   const requests = requestOptions(flags);
   const model = await openModel(flags.model, {

@@ -5,7 +5,7 @@ import { z } from "zod";
 import { Engine, EnginePreset, TOKENIZER_FILE } from "../../model/index.js";
 import { scoreTask } from "../../rewards/index.js";
 import { parseSeeds, WorldSize } from "../../tasks/index.js";
-import { createToolset } from "../../tools/index.js";
+import { createToolset, prepareToolset } from "../../tools/index.js";
 import {
   agentEpisodes,
   Checkpoints,
@@ -415,13 +415,16 @@ export function register(program: Command): void {
         // A world folder's rl split, a task file, or every world's rl split of a world set.
         const { tasks, tools, skipped } = await taskGround(
           { tasks: f.tasks, split: "rl", corpus: f.corpus },
-          (corpus) =>
-            createToolset({
+          (corpus) => {
+            const tools = createToolset({
               corpus,
               profile: config.rollout.profile,
               ...web,
               code: { unsafeNoSandbox: f.unsafeNoSandbox },
-            }),
+            });
+            prepareToolset(tools); // while the engine starts
+            return tools;
+          },
         );
         for (const s of skipped.slice(0, 5)) process.stderr.write(`skipped task: ${JSON.stringify(s)}\n`);
         const summary = await withEngineRestarts(
