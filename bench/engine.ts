@@ -225,6 +225,10 @@ export async function run(): Promise<void> {
         ? ` | CUDA graphs ${after.cuda_graphs.enabled ? "on" : `off${after.cuda_graphs.failed ? ` (${after.cuda_graphs.failed})` : ""}`}: ` +
           `${after.cuda_graphs.captures} captured, ${after.cuda_graphs.replays} steps replayed`
         : "";
+      // Batch steps that took every thread while the client waited (engine/coa_engine/spare_cores.py).
+      const spare = after.spare_cores?.steps
+        ? `; ${after.spare_cores.steps_on_every_thread} of ${after.spare_cores.steps} batch steps on every thread`
+        : "";
       // A one-row step on a CPU reads the matrices in the engine's dtype where the native step runs
       // (its packed copies, engine/coa_engine/row_step.py), else fp32 ones (RowWeights in model.py). The
       // native step of a lone row reads them on all of the engine's threads (--threads), other steps on one.
@@ -235,7 +239,7 @@ export async function run(): Promise<void> {
           `${fmt(train.flops / 1e9)} GFLOP/s, MFU ${((100 * train.flops) / peak).toFixed(1)}% | ` +
           `generate tok/s: batch 1 (median of 3) ${fmt(gen.batch1)}${batch1Bound}, batch 32 (n=32) ${fmt(gen.batch32)}, ` +
           `32 concurrent requests (distinct prompts) ${fmt(gen.concurrent32)} first, ${fmt(gen.concurrent32Again)} again ` +
-          `(speculative decoding: ${accepted} of ${drafted} drafted ids accepted)${graphs} | peak RSS ${await peakRssMb(engine.pid)}`,
+          `(speculative decoding: ${accepted} of ${drafted} drafted ids accepted${spare})${graphs} | peak RSS ${await peakRssMb(engine.pid)}`,
       );
     } finally {
       await engine.close();

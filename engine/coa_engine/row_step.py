@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from . import attention, blas
+from .spare_cores import SPARE
 
 # Columns per block of a packed matrix (BLOCK in row_step.c).
 BLOCK = 64
@@ -97,9 +98,11 @@ class RowStep:
     # at every barrier (a `tiny` step with one core kept busy, 2 threads: median 4.8-5.8 ms, worse than
     # TorchScript; 1 thread: 1.7-2.2 ms; docs/engine.md). A lone row takes the fused attention's (all of
     # `--threads`): nothing else is decoding, so its client is waiting for it rather than running beside
-    # it (a lone `tiny` request on 2 cores: 404-416 tok/s on one thread, 624-1,061 on two). With sgemm
-    # the products run on the BLAS's pool (sized to generation's, `blas.set_blas_threads`) and the
-    # attention on the fused attention's threads, whose calls of 16 MiB or more a batch reaches.
+    # it (a lone `tiny` request on 2 cores: 404-416 tok/s on one thread, 624-1,061 on two). So does a
+    # batch while the cores beyond generation's are idle (`spare_cores`: a server whose clients wait for
+    # it, or run elsewhere): 32 `tiny` requests' decoding on a 2-core Zen 5, 0.41-0.43 -> 0.28-0.30 s.
+    # With sgemm the products run on the BLAS's pool (sized to generation's, `blas.set_blas_threads`)
+    # and the attention on the fused attention's threads, whose calls of 16 MiB or more a batch reaches.
     def __call__(
         self,
         rows: list[int],
@@ -143,7 +146,9 @@ class RowStep:
         if shared is not None:
             prefix = (pointers(shared[0]), pointers(shared[1]), longs(*shared[2]), shared[0][0].stride(0))
         chosen = (None, 0) if select is None else ((ctypes.c_int64 * len(select))(*select), len(select))
-        threads = attention.kernel_threads() if len(rows) == 1 else torch.get_num_threads()  # (above)
+        threads = torch.get_num_threads()
+        if attention.kernel_threads() > threads and (len(rows) == 1 or SPARE.idle()):  # (above)
+            threads = attention.kernel_threads()
         status = attention.attention_kernel().coa_row_step(
             (ctypes.c_int64 * len(flat))(*flat), len(rows), longs(*rows), longs(*map(len, ids)), longs(*starts),
             self.embed.data_ptr(), self._matrices, self._plain, self._sgemm, GEMM_IDS, self._norms, self.cos.data_ptr(),

@@ -15,6 +15,7 @@ from .drafting import DEFAULT_DRAFT_TOKENS
 from .model import ModelConfig, Transformer, preset_config
 from .precision import DtypeChoice, choose_device, remembered_dtype
 from .sampling import CachedDecoder, ModelGate, Sampler
+from .spare_cores import SPARE
 from .tokenizer import ByteTokenizer, default_tags, tokenizer_from_json
 from .train import OptimizerConfig, Trainer
 
@@ -168,6 +169,8 @@ class Worker:
             "malloc": allocator.state(),
             "blas": blas.state(),
             "decode_attention": attention.state(),
+            # Native steps of a batch, and those that took every thread while the client's cores idled.
+            "spare_cores": SPARE.stats(),
             "cuda_graphs": graph_step.state() if self.device == "cuda" else None,
             "pid": os.getpid(),
             "checkpoint": self.checkpoint_dir,

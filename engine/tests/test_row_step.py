@@ -182,12 +182,15 @@ class RowStepTest(unittest.TestCase):
         """Generation's threads leave a core to the client running beside the engine; a lone row's client
         is waiting for it, so its step takes the fused attention's threads (all of `--threads`)."""
         model = micro_model(seed=14)
-        cache = KVCache.empty(model.config, 2, 64, torch.float32, holding=4)
-        with recorded_threads() as calls, threads_of(1, 2), torch.no_grad():
-            model(torch.tensor([[1, 5, 9, 13], [1, 7, 8, 9]]), cache)
-            model.decode(torch.tensor([[3], [4]]), cache, counts=[1, 0])  # the other row a hole
-            model.decode(torch.tensor([3, 4]), cache)
-        self.assertEqual(calls, [2, 1])
+        for idle, threads in ((False, [2, 1]), (True, [2, 2])):
+            cache = KVCache.empty(model.config, 2, 64, torch.float32, holding=4)
+            # A batch also takes them while the cores beyond generation's idle (`spare_cores`).
+            with recorded_threads() as calls, threads_of(1, 2), torch.no_grad():
+                with mock.patch.object(row_step.SPARE, "idle", lambda: idle):
+                    model(torch.tensor([[1, 5, 9, 13], [1, 7, 8, 9]]), cache)
+                    model.decode(torch.tensor([[3], [4]]), cache, counts=[1, 0])  # the other row a hole
+                    model.decode(torch.tensor([3, 4]), cache)
+            self.assertEqual(calls, threads)
 
     def test_rows_drafts_and_holes_the_same_bits_on_one_thread_or_two(self):
         """Each attention job (a row and head) rotates and stores its own head's ids; every thread computes

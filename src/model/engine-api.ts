@@ -135,6 +135,10 @@ export const EngineInfo = z.object({
       reason: z.string().optional(),
     })
     .optional(),
+  /** Native decode steps of a batch, and those that ran on every thread because the cores generation leaves to its client were idle (engine/coa_engine/spare_cores.py; `COA_SPARE_CORES=0` turns it off). */
+  spare_cores: z
+    .object({ enabled: z.boolean(), steps: z.number().int(), steps_on_every_thread: z.number().int() })
+    .optional(),
   /** On a GPU, decode steps replayed from CUDA graphs (engine/coa_engine/graph_step.py): on or not, how often, and why they stopped if a capture failed; null on a CPU, absent before them. */
   cuda_graphs: z
     .object({
