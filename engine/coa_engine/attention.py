@@ -54,14 +54,19 @@ def cache_dir() -> Path:
     return cache_root() / "kernels"
 
 
-def cpu_flags() -> str:
+def cpuinfo_line(prefix: str) -> str | None:
+    """The first line of /proc/cpuinfo that starts with `prefix` (the first CPU's), or None."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
+            if line.startswith(prefix):
                 return line
     except OSError:
         pass
-    return os.uname().machine
+    return None
+
+
+def cpu_flags() -> str:
+    return cpuinfo_line("flags") or os.uname().machine
 
 
 @functools.lru_cache(maxsize=None)

@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from .attention import cache_root, cpu_flags
+from .attention import cache_root, cpu_flags, cpuinfo_line
 from .blas import blas_threads, set_blas_threads
 
 # Rows of the timed projections: a slice of a training micro-batch (8,192 tokens), large enough that
@@ -173,7 +173,8 @@ def remembered_dtype(
         return DtypeChoice(*choose_dtype(requested, device, shapes, measure))
     path = path or cache_root() / "dtype-choices.json"
     shapes = shapes or [(256, 256)]
-    identity = [torch.__version__, platform.machine(), _cpu_model(), cpu_flags(), [list(s) for s in shapes]]
+    cpu = cpuinfo_line("model name") or platform.processor()
+    identity = [torch.__version__, platform.machine(), cpu, cpu_flags(), [list(s) for s in shapes]]
     key = hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:24]
     try:
         entry = json.loads(path.read_text())[key]
@@ -188,16 +189,6 @@ def remembered_dtype(
     if len(rates) == 2 and rates[1] >= DECISIVE * rates[0]:
         _remember(path, key, {"dtype": choice, "gflops": measured, "measured_at": at})
     return DtypeChoice(choice, measured, at)
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def _remember(path: Path, key: str, entry: dict) -> None:
