@@ -36,8 +36,11 @@ def linear_flops(dtype: torch.dtype, shapes: list[tuple[int, int]], rows: int = 
     Timed for at least `seconds`, by default 0.05 s on TIMED_ROWS rows and as much less as there are
     fewer rows: the first look's (PROBE_ROWS) fp32 then times 6 ms, not 50, of every engine's start."""
     seconds = 0.05 * rows / TIMED_ROWS if seconds is None else seconds
-    weights = [torch.randn(n_out, n_in) * 0.02 for n_in, n_out in shapes]
-    inputs = [torch.randn(rows, n_in) for n_in, _ in shapes]
+    # Its own generator: a fresh model is initialized after the choice, from the seed alone, whether
+    # the choice was timed (in however many rounds) or remembered.
+    numbers = torch.Generator().manual_seed(0)
+    weights = [torch.randn(n_out, n_in, generator=numbers) * 0.02 for n_in, n_out in shapes]
+    inputs = [torch.randn(rows, n_in, generator=numbers) for n_in, _ in shapes]
 
     def run() -> None:
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):

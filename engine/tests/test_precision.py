@@ -115,6 +115,14 @@ class DtypeChoiceTest(unittest.TestCase):
         self.assertEqual(torch.get_num_threads(), before)
         self.assertGreater(flops, 1e8)
 
+    def test_timing_draws_nothing_from_the_seeded_generator(self):
+        """A fresh model is initialized after the choice: its weights must not depend on whether the
+        choice was timed, nor in how many rounds."""
+        torch.manual_seed(7)
+        state = torch.get_rng_state()
+        linear_flops(torch.float32, self.shapes, rows=8, seconds=0.0)
+        self.assertTrue(torch.equal(state, torch.get_rng_state()))
+
 
 class RememberedDtypeTest(unittest.TestCase):
     """A decisive choice is kept per CPU, torch and model shapes, so that later starts skip the rounds."""
