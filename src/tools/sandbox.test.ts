@@ -1,3 +1,6 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   enforcedLimits,
@@ -321,6 +324,19 @@ describe("runPython in the bubblewrap sandbox", () => {
     await expect(probeSandbox({ python: "/nonexistent/python3" })).rejects.toThrow(
       /no interpreter at \/nonexistent\/python3.*COA_SANDBOX_PYTHON/s,
     );
+  });
+
+  it("refuses, saying why, when its interpreter cannot start", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "coa-no-exec-"));
+    try {
+      const python = join(dir, "python3"); // there, but no program: not executable
+      await writeFile(python, "not a program\n", { mode: 0o644 });
+      await expect(probeSandbox({ python })).rejects.toThrow(
+        new RegExp(`a test run of ${python} in bwrap .* could not start \\(.*EACCES`),
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("runs unsandboxed only when asked to, still under limits", async () => {
