@@ -29,7 +29,8 @@ def machine_busy_seconds(cpus: set[int] | None = None) -> float:
     """Seconds the CPUs `cpus` (default: those this process may run on) spent busy since boot, as
     /proc/stat counts them: all but idle and iowait (steal included: a core the host takes away is not
     spare)."""
-    cpus = cpus if cpus is not None else os.sched_getaffinity(0)
+    if cpus is None:  # (no affinity call outside Linux, where there is no /proc/stat either)
+        cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
     busy = 0
     with open("/proc/stat") as stat:
         for line in stat:

@@ -1,6 +1,7 @@
 """When generation may take the cores it leaves to its client: only after two readings in which they were
 idle, judged from the machine's busy time less the engine's own."""
 
+import os
 import unittest
 from unittest import mock
 
@@ -64,6 +65,13 @@ class SpareCoresTest(unittest.TestCase):
         spare = SpareCores(machine=missing)
         self.assertFalse(spare.idle())
         self.assertFalse(spare.enabled)
+        # Where there is no affinity call (not Linux), every CPU counts; no /proc/stat then turns it off.
+        with mock.patch.dict(os.__dict__), mock.patch("builtins.open", side_effect=FileNotFoundError):
+            os.__dict__.pop("sched_getaffinity", None)
+            real = SpareCores()
+            self.assertFalse(real.idle())
+            self.assertFalse(real.enabled)
+        self.assertTrue(hasattr(os, "sched_getaffinity"))
         with mock.patch.dict("os.environ", {"COA_SPARE_CORES": "0"}):
             r = Readings()
             off = r.spare()
