@@ -22,7 +22,6 @@ INTERVAL = 0.1
 # CPUs' worth of busy time outside the engine under which the spare cores count as idle: an agent
 # runtime waiting for its model uses a few percent of one.
 IDLE_BELOW = 0.35
-TICK = 1 / os.sysconf("SC_CLK_TCK")
 
 
 def machine_busy_seconds(cpus: set[int] | None = None) -> float:
@@ -42,7 +41,7 @@ def machine_busy_seconds(cpus: set[int] | None = None) -> float:
             if int(name[3:]) in cpus:
                 ticks = [int(f) for f in fields[:8]]
                 busy += sum(ticks) - ticks[3] - ticks[4]
-    return busy * TICK
+    return busy / os.sysconf("SC_CLK_TCK")  # /proc/stat counts in the kernel's clock ticks
 
 
 def own_seconds() -> float:
