@@ -100,7 +100,7 @@ class RowStep:
     # `--threads`): nothing else is decoding, so its client is waiting for it rather than running beside
     # it (a lone `tiny` request on 2 cores: 404-416 tok/s on one thread, 624-1,061 on two). So does a
     # batch while the cores beyond generation's are idle (`spare_cores`: a server whose clients wait for
-    # it, or run elsewhere): 32 `tiny` requests' decoding on a 2-core Zen 5, 0.41-0.43 -> 0.28-0.30 s.
+    # it, or run elsewhere): 32 `tiny` requests' decoding on a 2-core Zen 5, 0.36-0.45 -> 0.22-0.33 s.
     # With sgemm the products run on the BLAS's pool (sized to generation's, `blas.set_blas_threads`)
     # and the attention on the fused attention's threads, whose calls of 16 MiB or more a batch reaches.
     def __call__(

@@ -93,5 +93,5 @@ class SpareCores:
         return {"enabled": self.enabled, "steps": self.asked, "steps_on_every_thread": self.widened}
 
 
-# The engine's one: every native step asks it (row_step.py).
+# The engine's one: a batch's native step asks it (row_step.py).
 SPARE = SpareCores()
