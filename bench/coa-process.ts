@@ -15,16 +15,24 @@ export interface CoaRun {
   output: string;
 }
 
-export async function runCoa(args: readonly string[]): Promise<CoaRun> {
+/** `onOutput` sees each piece of output as it comes, with the seconds since the start. */
+export async function runCoa(
+  args: readonly string[],
+  onOutput?: (text: string, seconds: number) => void,
+): Promise<CoaRun> {
   const started = performance.now();
   const log: string[] = [];
+  const take = (d: Buffer) => {
+    log.push(String(d));
+    onOutput?.(String(d), (performance.now() - started) / 1000);
+  };
   const code = await new Promise<number | null>((resolve) => {
     const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], {
       cwd: REPO,
       stdio: ["ignore", "pipe", "pipe"],
     });
-    child.stdout.on("data", (d) => log.push(String(d)));
-    child.stderr.on("data", (d) => log.push(String(d)));
+    child.stdout.on("data", take);
+    child.stderr.on("data", take);
     child.on("exit", resolve);
   });
   return {

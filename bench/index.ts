@@ -4,6 +4,7 @@ import os from "node:os";
 import * as demo from "./demo.js";
 import * as distill from "./distill.js";
 import * as engine from "./engine.js";
+import * as evalSpeed from "./eval.js";
 import * as llamaCpp from "./llama-cpp.js";
 import * as onnx from "./onnx.js";
 import * as protocol from "./protocol.js";
@@ -22,6 +23,7 @@ const benches: Bench[] = [
   { name: "demo", run: demo.run },
   { name: "distill", run: distill.run },
   { name: "engine", run: engine.run },
+  { name: "eval", run: evalSpeed.run },
   { name: "llama-cpp", run: llamaCpp.run },
   { name: "onnx", run: onnx.run },
   { name: "protocol", run: protocol.run },

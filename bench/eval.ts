@@ -1,0 +1,75 @@
+// The evaluation's speed (issue 18's last target: `coa eval` episodes per minute on the demo's test
+// split at least 5× the first measurement's, whose 200 episodes took 52 s): the quick demo's student
+// answers its 200 test tasks greedily, as every measurement in docs/engine.md ran it,
+// COA_BENCH_EVAL_RUNS times (3). Prints each run's wall time, when the engine listened and the engine's
+// busy time, and whether every run produced the same token ids.
+// `COA_BENCH_EVAL_DEMO=runs/demo-quick npm run bench -- eval` (a folder `coa demo --quick` made; about a
+// minute).
+
+import { createHash } from "node:crypto";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ARTIFACTS, readArtifact } from "../src/cli/artifacts.js";
+import { EVAL_TRAJECTORIES_FILE } from "../src/eval/index.js";
+import { pct } from "../src/util/index.js";
+import { runCoa } from "./coa-process.js";
+
+/** The first measurement's wall time for these 200 episodes (docs/engine.md), and the issue's factor. */
+const FIRST_SECONDS = 52;
+const TARGET_FACTOR = 5;
+
+/** A digest of every episode's token ids by task, to tell whether two runs produced the same episodes. */
+async function idsDigest(out: string): Promise<string> {
+  const lines = (await readFile(join(out, EVAL_TRAJECTORIES_FILE), "utf8")).split("\n").filter(Boolean);
+  const episodes = lines
+    .map((line) => JSON.parse(line) as { taskId: string; segments: { ids?: number[] }[] })
+    .map((t) => `${t.taskId}:${t.segments.map((s) => (s.ids ?? []).join(",")).join("|")}`)
+    .sort();
+  return createHash("sha256").update(episodes.join("\n")).digest("hex").slice(0, 12);
+}
+
+export async function run(): Promise<void> {
+  const demo = process.env.COA_BENCH_EVAL_DEMO;
+  if (!demo) {
+    console.log(
+      "skipped: set COA_BENCH_EVAL_DEMO to a finished quick demo (npx coa demo --quick --out runs/demo-quick)",
+    );
+    return;
+  }
+  const runs = Number(process.env.COA_BENCH_EVAL_RUNS ?? 3);
+  const target = FIRST_SECONDS / TARGET_FACTOR;
+  const args = (out: string) => [
+    ...["eval", "--model", `engine:${join(demo, "sft", "last")}`, "--tasks", join(demo, "world")],
+    ...["--split", "test", "--limit", "200", "--temperature", "0", "--max-turns", "8"],
+    ...["--max-tokens-per-turn", "512", "--search-top-k", "3", "--out", out],
+  ];
+  console.log(`command: coa ${args("OUT").join(" ")} (${runs} runs, each into a fresh OUT)`);
+  const digests = new Set<string>();
+  for (let i = 0; i < runs; i++) {
+    const out = await mkdtemp(join(tmpdir(), "coa-bench-eval-"));
+    const seen: { listenS?: number } = {};
+    const r = await runCoa(args(out), (text, seconds) => {
+      if (seen.listenS === undefined && text.includes("listening on http")) seen.listenS = seconds;
+    });
+    if (r.code !== 0) {
+      console.log(`run ${i + 1}: exit ${r.code}\n${r.output.slice(-2000)}`);
+      return;
+    }
+    const summary = await readArtifact(out, ARTIFACTS.evalSummary);
+    digests.add(await idsDigest(out));
+    await rm(out, { recursive: true, force: true });
+    const episodes = summary.success.tasks * summary.success.k;
+    const wallS = 60 * r.minutes;
+    // The engine's own line: busy seconds, on a core, of its wall.
+    const engine = r.output.match(/engine: \d+ tokens generated in .*? of [\d.]+ s/)?.[0] ?? "no engine line";
+    console.log(
+      `run ${i + 1}: ${wallS.toFixed(2)} s, ${((60 * episodes) / wallS).toFixed(0)} episodes/min, pass@1 ${pct(summary.success.pass1)}; ` +
+        `engine listening at ${seen.listenS?.toFixed(2) ?? "?"} s; ${engine}`,
+    );
+  }
+  console.log(
+    `token ids ${digests.size === 1 ? "identical in every run" : `differ between runs (${digests.size} digests)`}; ` +
+      `target (issue 18): ≤ ${target.toFixed(1)} s, ${TARGET_FACTOR}× the first measurement's ${FIRST_SECONDS} s`,
+  );
+}
