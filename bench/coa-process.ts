@@ -15,11 +15,14 @@ export interface CoaRun {
   output: string;
 }
 
-/** `onOutput` sees each piece of output as it comes, with the seconds since the start. */
-export async function runCoa(
-  args: readonly string[],
-  onOutput?: (text: string, seconds: number) => void,
-): Promise<CoaRun> {
+export interface CoaWatch {
+  /** Called with the process's id once it is started. */
+  onStart?: (pid: number) => void;
+  /** Sees each piece of output as it comes, with the seconds since the start. */
+  onOutput?: (text: string, seconds: number) => void;
+}
+
+export async function runCoa(args: readonly string[], { onStart, onOutput }: CoaWatch = {}): Promise<CoaRun> {
   const started = performance.now();
   const log: string[] = [];
   const take = (d: Buffer) => {
@@ -31,6 +34,7 @@ export async function runCoa(
       cwd: REPO,
       stdio: ["ignore", "pipe", "pipe"],
     });
+    if (child.pid !== undefined) onStart?.(child.pid);
     child.stdout.on("data", take);
     child.stderr.on("data", take);
     child.on("exit", resolve);

@@ -1,23 +1,50 @@
 // The evaluation's speed (issue 18's last target: `coa eval` episodes per minute on the demo's test
 // split at least 5× the first measurement's, whose 200 episodes took 52 s): the quick demo's student
 // answers its 200 test tasks greedily, as every measurement in docs/engine.md ran it,
-// COA_BENCH_EVAL_RUNS times (3). Prints each run's wall time, when the engine listened and the engine's
-// busy time, and whether every run produced the same token ids.
+// COA_BENCH_EVAL_RUNS times (3). Prints each run's wall time, when the engine listened, the engine's busy
+// time, the CPU seconds of coa, the engine and the rest of the machine (the sandboxes, mostly:
+// process-cpu.ts), and whether every run produced the same token ids.
 // `COA_BENCH_EVAL_DEMO=runs/demo-quick npm run bench -- eval` (a folder `coa demo --quick` made; about a
 // minute).
 
 import { createHash } from "node:crypto";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { ARTIFACTS, readArtifact } from "../src/cli/artifacts.js";
 import { EVAL_TRAJECTORIES_FILE } from "../src/eval/index.js";
 import { pct } from "../src/util/index.js";
 import { runCoa } from "./coa-process.js";
+import { type CpuByKind, watchCpu } from "./process-cpu.js";
 
 /** The first measurement's wall time for these 200 episodes (docs/engine.md), and the issue's factor. */
 const FIRST_SECONDS = 52;
 const TARGET_FACTOR = 5;
+
+/** The processes of an evaluation: coa itself, the engine, the sandboxes' launcher, and the rest (the
+ * probes coa runs for itself). */
+function kindOf(cmdline: string): string {
+  if (cmdline.includes("coa_engine")) return "engine";
+  if (cmdline.includes("launcher.py")) return "launcher";
+  if (cmdline.includes("src/cli/main.ts")) return "coa";
+  return "other";
+}
+
+/** CPU seconds per process of a run, the rest of the machine's busy time (mostly the sandboxes, which
+ * live too briefly to be read), and how many cores all of it kept busy over the run. */
+function cpuLine({ kinds, machine }: CpuByKind, wallS: number): string {
+  const read = Object.values(kinds).reduce((a, b) => a + b, 0);
+  const of = (kind: string) => (kinds[kind] ?? 0).toFixed(1);
+  const rest =
+    machine === null
+      ? ""
+      : `, the rest of the machine (the sandboxes, mostly) ${(machine - read).toFixed(1)}`;
+  const all = machine ?? read;
+  return (
+    `CPU s: coa ${of("coa")}, engine ${of("engine")}, the sandboxes' launcher ${of("launcher")}, this bench ${of("watcher")}${rest}: ` +
+    `${all.toFixed(1)} in all, ${(all / wallS).toFixed(2)} of ${cpus().length} cores`
+  );
+}
 
 /** A digest of every episode's token ids by task, to tell whether two runs produced the same episodes. */
 async function idsDigest(out: string): Promise<string> {
@@ -48,10 +75,16 @@ export async function run(): Promise<void> {
   const digests = new Set<string>();
   for (let i = 0; i < runs; i++) {
     const out = await mkdtemp(join(tmpdir(), "coa-bench-eval-"));
-    const seen: { listenS?: number } = {};
-    const r = await runCoa(args(out), (text, seconds) => {
-      if (seen.listenS === undefined && text.includes("listening on http")) seen.listenS = seconds;
+    const seen: { listenS?: number; cpu?: ReturnType<typeof watchCpu> } = {};
+    const r = await runCoa(args(out), {
+      onStart: (pid) => {
+        seen.cpu = watchCpu(pid, kindOf, 250); // fewer readings: each costs CPU the evaluation shares
+      },
+      onOutput: (text, seconds) => {
+        if (seen.listenS === undefined && text.includes("listening on http")) seen.listenS = seconds;
+      },
     });
+    const cpu = await seen.cpu?.stop();
     if (r.code !== 0) {
       console.log(`run ${i + 1}: exit ${r.code}\n${r.output.slice(-2000)}`);
       return;
@@ -65,7 +98,7 @@ export async function run(): Promise<void> {
     const engine = r.output.match(/engine: \d+ tokens generated in .*? of [\d.]+ s/)?.[0] ?? "no engine line";
     console.log(
       `run ${i + 1}: ${wallS.toFixed(2)} s, ${((60 * episodes) / wallS).toFixed(0)} episodes/min, pass@1 ${pct(summary.success.pass1)}; ` +
-        `engine listening at ${seen.listenS?.toFixed(2) ?? "?"} s; ${engine}`,
+        `engine listening at ${seen.listenS?.toFixed(2) ?? "?"} s; ${engine}${cpu ? `; ${cpuLine(cpu, wallS)}` : ""}`,
     );
   }
   console.log(

@@ -1,0 +1,96 @@
+// CPU seconds of a command's process and of its children, read from /proc while they run (Linux), for
+// the benchmarks that time whole commands: each process's last reading before it exits is what it used,
+// to within one interval. Processes too short-lived to be read (a sandbox's ~50 ms, a probe's few) are
+// not, nor do they reach their parents' cutime (bwrap's outer process does not wait for the sandbox it
+// started); what the whole machine was busy meanwhile (/proc/stat) bounds them: on a machine doing
+// nothing else, its busy time less the processes read is theirs.
+
+import { execFileSync } from "node:child_process";
+import { readdir, readFile } from "node:fs/promises";
+
+/** What `watchCpu` found: CPU seconds per kind of process (`kindOf` names them), and the whole
+ * machine's busy seconds over the same time. */
+export interface CpuByKind {
+  kinds: Record<string, number>;
+  machine: number | null;
+}
+
+function clockTicks(): number {
+  try {
+    return Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+}
+
+/** CPU seconds `pid` used (utime + stime; null once it is gone or where there is no /proc). */
+async function cpuOf(pid: number, hz: number): Promise<number | null> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+    // Fields after the command's closing parenthesis: state is the 3rd field, utime the 14th.
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(f[11]) + Number(f[12])) / hz;
+  } catch {
+    return null;
+  }
+}
+
+/** Seconds every CPU has been busy since boot (all but idle and iowait; null without /proc). */
+async function machineBusy(hz: number): Promise<number | null> {
+  try {
+    const total = (await readFile("/proc/stat", "utf8")).split("\n")[0].split(/\s+/).slice(1, 9).map(Number);
+    return (total.reduce((a, b) => a + b, 0) - total[3] - total[4]) / hz;
+  } catch {
+    return null;
+  }
+}
+
+async function childrenOf(pid: number): Promise<number[]> {
+  try {
+    const tasks = await readdir(`/proc/${pid}/task`);
+    const lists = await Promise.all(tasks.map((t) => readFile(`/proc/${pid}/task/${t}/children`, "utf8")));
+    return lists.flatMap((l) => l.split(" ").filter(Boolean).map(Number));
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Samples `root` and its children every `intervalMs` until `stop()`, which resolves with the CPU seconds
+ * per kind of process (`kindOf` of its command line, read at each sample: a child read between its fork
+ * and its exec still shows its parent's).
+ */
+export function watchCpu(
+  root: number,
+  kindOf: (cmdline: string) => string,
+  intervalMs = 100,
+): { stop: () => Promise<CpuByKind> } {
+  const hz = clockTicks();
+  const last = new Map<number, { kind: string; cpu: number }>();
+  const busyAtStart = machineBusy(hz);
+  const ownAtStart = process.cpuUsage(); // this process's own reading and waiting count too
+  let running = true;
+  const read = async (pid: number) => {
+    const cpu = await cpuOf(pid, hz);
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "");
+    if (cpu !== null && cmdline) last.set(pid, { kind: kindOf(cmdline.replaceAll("\0", " ")), cpu });
+  };
+  const loop = (async () => {
+    while (running) {
+      await Promise.all([root, ...(await childrenOf(root))].map(read));
+      await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      const [start, end] = [await busyAtStart, await machineBusy(hz)];
+      const kinds: Record<string, number> = {};
+      for (const { kind, cpu } of last.values()) kinds[kind] = (kinds[kind] ?? 0) + cpu;
+      const own = process.cpuUsage(ownAtStart);
+      kinds.watcher = (own.user + own.system) / 1e6;
+      return { kinds, machine: start !== null && end !== null ? end - start : null };
+    },
+  };
+}
