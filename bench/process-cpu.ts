@@ -1,8 +1,8 @@
 // CPU seconds of a command's process and of its children, read from /proc while they run (Linux), for
 // the benchmarks that time whole commands: each process's last reading before it exits is what it used,
 // to within one interval. Processes too short-lived to be read (a sandbox's ~50 ms, a probe's few) are
-// not, nor do they reach their parents' cutime (bwrap's outer process does not wait for the sandbox it
-// started); what the whole machine was busy meanwhile (/proc/stat) bounds them: on a machine doing
+// not, nor does their time reach their launcher's cutime (two sandboxed runs of ~0.15 CPU-s each left
+// it at 0.02 s); what the whole machine was busy meanwhile (/proc/stat) bounds them: on a machine doing
 // nothing else, its busy time less the processes read is theirs.
 
 import { execFileSync } from "node:child_process";
