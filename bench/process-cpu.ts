@@ -8,8 +8,8 @@
 import { execFileSync } from "node:child_process";
 import { readdir, readFile } from "node:fs/promises";
 
-/** What `watchCpu` found: CPU seconds per kind of process (`kindOf` names them), and the whole
- * machine's busy seconds over the same time. */
+/** What `watchCpu` found: CPU seconds per kind of process (`kindOf` names them; "watcher" is the
+ * process that watched, its reading included), and the whole machine's busy seconds over the same time. */
 export interface CpuByKind {
   kinds: Record<string, number>;
   machine: number | null;
