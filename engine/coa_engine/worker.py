@@ -80,7 +80,8 @@ class Worker:
     ):
         self.device = choose_device(device)
         # Chosen on the first model's own projections (`_choose_dtype`), then kept for every later load.
-        self.requested_dtype, self.dtype, self.dtype_choice = dtype, None, DtypeChoice(dtype, {})
+        self.requested_dtype = dtype
+        self.dtype_choice: DtypeChoice | None = None
         self.expected_tags = tags
         self.gate = ModelGate(threads)
         self.generation_threads = generation_threads
@@ -212,11 +213,15 @@ class Worker:
         return {"dir": self.checkpoint_dir, "step": self.trainer.step, "preset": self.preset,
                 "params": self.model.num_params()}
 
+    @property
+    def dtype(self) -> str | None:
+        """The arithmetic chosen (`_choose_dtype`); None before the first model."""
+        return self.dtype_choice.dtype if self.dtype_choice is not None else None
+
     def _choose_dtype(self, config: ModelConfig) -> None:
         """Once per engine, on its first model's own projections (a later load keeps the choice)."""
-        if self.dtype is None:
+        if self.dtype_choice is None:
             self.dtype_choice = remembered_dtype(self.requested_dtype, self.device, config.projection_shapes())
-            self.dtype = self.dtype_choice.dtype
             if self.device == "cpu":
                 attention.attention_kernel()  # built now (about a second, once per machine), not in a first request
 
