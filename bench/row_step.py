@@ -3,13 +3,14 @@ TorchScript step with the fused attention, alternated, in fp32 or bf16 (bf16 mat
 engine decodes), on THREADS generation threads (torch's count, which the native step takes too; the
 fused attention on as many), back to back or with GAP_MS of idle time between steps such as sampling
 leaves (issue 18; docs/engine.md, "The native step of a few rows"). A fresh model of each preset; ROWS
-rows (each count given) at 100-600 positions, one new id each; 4 rounds of 50 timed steps per path;
+rows (each count given, as ROWSxIDS for several new ids a row, a drafted step's) at 100-600 positions,
+one new id each unless given; 4 rounds of 50 timed steps per path;
 prints best / median ms and the largest logit difference between the paths. In fp32 with the system
 OpenBLAS's sgemm, a step of `row_step.GEMM_IDS` ids or more also runs natively with its projections
 through `gemv` instead ("native, gemv"; docs/engine.md, "The whole fp32 step in native code").
 
 PYTHONPATH=engine python bench/row_step.py [THREADS [PRESETS [GAP_MS [DTYPE [ROWS]]]]]
-  e.g. 1 micro,tiny 0 fp32 1,4,16,32
+  e.g. 1 micro,tiny 0 fp32 1,4,16,32    or    15 small 0 bf16 32,32x5,64x5
 """
 
 import contextlib
@@ -39,6 +40,7 @@ def path_of(name: str) -> contextlib.ExitStack:
         stack.enter_context(mock.patch.object(DecodeWeights, "row_step", lambda self: None))
         return stack
     stack.enter_context(mock.patch.dict(model_module.ROW_STEP_IDS, dict.fromkeys(model_module.ROW_STEP_IDS, 1 << 20)))
+    stack.enter_context(mock.patch.object(model_module, "PAIRS_IDS_BESIDE_AMX", 1 << 20))
     if name == "native, gemv":
         stack.enter_context(mock.patch.object(row_step, "GEMM_IDS", 1 << 20))
     return stack
@@ -65,7 +67,7 @@ def main() -> None:
     gap = float(sys.argv[3]) / 1e3 if len(sys.argv) > 3 else 0.0
     dtype = sys.argv[4] if len(sys.argv) > 4 else "fp32"
     cache_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
-    row_counts = [int(n) for n in sys.argv[5].split(",")] if len(sys.argv) > 5 else [1]
+    shapes = [tuple(map(int, f"{s}x1".split("x")[:2])) for s in sys.argv[5].split(",")] if len(sys.argv) > 5 else [(1, 1)]
     torch.set_num_threads(threads)
     blas.set_blas_threads(threads)  # as generation sets OpenBLAS's own pool
     attention.use_threads(threads)
@@ -77,14 +79,14 @@ def main() -> None:
     for preset in presets:
         torch.manual_seed(0)
         model = Transformer(preset_config(preset, 281)).eval()
-        for rows in row_counts:
-            cache = KVCache.empty(model.config, rows, 700, cache_dtype)
+        for rows, width in shapes:
+            cache = KVCache.empty(model.config, rows, 600 + 52 * width + 100, cache_dtype)  # 51 steps a path
             with torch.no_grad(), autocast(dtype):
                 model(torch.randint(3, 281, (rows, 8)), cache)
             cache.lens = torch.randint(100, 600, (rows,))
-            ids = torch.randint(3, 281, (rows,))
+            ids = torch.randint(3, 281, (rows,) if width == 1 else (rows, width))
             names = ["native", "TorchScript"]
-            if dtype == "fp32" and blas.sgemm() is not None and rows >= row_step.GEMM_IDS:
+            if dtype == "fp32" and blas.sgemm() is not None and rows * width >= row_step.GEMM_IDS:
                 names.insert(1, "native, gemv")
             times: dict[str, list[float]] = {name: [] for name in names}
             logits = {}
@@ -94,7 +96,7 @@ def main() -> None:
                     times[name] += step_times
             diff = (logits["native"].float() - logits["TorchScript"].float()).abs().max().item()
             cells = " | ".join(f"{n} {min(x):.3f} / {statistics.median(x):.3f} ms" for n, x in times.items())
-            print(f"{preset} {rows} rows, {dtype}: {cells} | largest logit difference {diff:.2g}", flush=True)
+            print(f"{preset} {rows} rows x {width} ids, {dtype}: {cells} | largest logit difference {diff:.2g}", flush=True)
 
 
 if __name__ == "__main__":

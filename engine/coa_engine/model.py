@@ -160,6 +160,11 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
 # (`gemv_pairs` in row_step.c), the native step takes any number of ids (`RowStep.batches`,
 # `row_step.GEMM_IDS`): the limit holds only without them.
 ROW_STEP_IDS = {torch.float32: 16, torch.bfloat16: 5}
+# The same limit for bf16 steps in pairs on a CPU with AMX, whose TorchScript GEMMs run on AMX tiles. A
+# 16-core AMX Xeon, 15 threads (docs/engine.md, "Batches in pairs on AMX too"): native faster up to 64 ids
+# (`tiny` 32 rows 2.4 against 13.0 ms, 64 rows 4.1 against 7.1; `small` 32 rows 8.1 against 10.2, 64 rows
+# about even), TorchScript from 160 on for `small` (23.7 against 16.9 ms) and 320 for `tiny`.
+PAIRS_IDS_BESIDE_AMX = 64
 
 # Positions a cache allocates beyond what its rows hold, so that it grows once per this many decode
 # steps rather than holding every row's whole budget of new tokens from the start (`KVCache.reserve`).
@@ -704,11 +709,12 @@ class Transformer(nn.Module):
                 returned.extend(range(first + c - 1, first + c) if last else range(first, first + c))
                 first += c
         # Beside the fused attention the whole step in native code, if built: a step of few ids (holes feed
-        # none, `ROW_STEP_IDS`), or any step in fp32 with the BLAS's sgemm or bf16 in AVX512-BF16 pairs
-        # (`RowStep.batches`).
+        # none, `ROW_STEP_IDS`; in pairs beside AMX, `PAIRS_IDS_BESIDE_AMX`), or any step in fp32 with the
+        # BLAS's sgemm or bf16 in AVX512-BF16 pairs (`RowStep.batches`).
         step = w.row_step() if fused else None
-        if step is not None and not (step.batches or sum(rows_fed) <= ROW_STEP_IDS.get(w.dtype, 0)):
-            step = None
+        if step is not None and not step.batches:
+            most = PAIRS_IDS_BESIDE_AMX if step.pairs else ROW_STEP_IDS.get(w.dtype, 0)
+            step = step if sum(rows_fed) <= most else None
         # On a GPU (decode weights there have graphs), where `ends` is always None.
         graphs = w.graph_steps() if ends is None and graphs_enabled() else None
         # With `ends` the step's flat positions are the rows' own: the selected ones alone meet the output

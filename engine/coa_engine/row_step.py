@@ -1,8 +1,9 @@
 """A decode step of a few rows (each its next id, or a speculative step's last id and draft) on a CPU, in
 fp32 or bf16, as one call of the engine's native code (row_step.c, built with attention.c by
 `attention.build`), and any step beside the fused attention in fp32 where torch's BLAS is the system
-OpenBLAS (its projections by that BLAS's sgemm) or in bf16 on a CPU with AVX512-BF16 and no AMX (by dot
-products of pairs that share each load of the weights among several ids: row_step.c's `gemv_pairs`).
+OpenBLAS (its projections by that BLAS's sgemm) or in bf16 on a CPU with AVX512-BF16 (by dot products of
+pairs that share each load of the weights among several ids: row_step.c's `gemv_pairs`; beside AMX,
+steps of up to `model.PAIRS_IDS_BESIDE_AMX` ids).
 
 Batch-1 decoding (a lone request, an agent's turn while nothing else runs) was bound by dispatch, not
 by reading the weights: a `tiny` step took 2.2-2.8 ms through TorchScript on a 2-core AVX2 EPYC, of
@@ -89,8 +90,9 @@ class RowStep:
     @property
     def batches(self) -> bool:
         """Whether this step takes any number of ids (fp32 with sgemm; bf16 in pairs without AMX), not
-        only a few. Beside AMX, whose tiles run TorchScript's bf16 products, the native step (before
-        pairs) lost from 8 rows of `small` (docs/engine.md); not measured with pairs."""
+        only a few (`model.ROW_STEP_IDS`; in pairs beside AMX, `model.PAIRS_IDS_BESIDE_AMX`): AMX's tiles
+        run TorchScript's bf16 products, which win from a few hundred ids (docs/engine.md, "Batches in
+        pairs on AMX too")."""
         return self._sgemm is not None or (self.pairs and not attention.has_amx())
 
     # Threads: generation's (torch's count on the model thread, `--generation-threads`), not all of the

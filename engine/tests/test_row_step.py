@@ -281,6 +281,31 @@ class RowStepTest(unittest.TestCase):
             with mock.patch.object(attention, "attention_kernel", lambda: None), autocast("fp32"):
                 self.assertIsNone(model_module.DecodeWeights(model, torch.float32, None).row_step())
 
+    def test_pairs_beside_amx_take_steps_up_to_their_limit(self):
+        """On a CPU with AMX (patched in here) bf16 steps in pairs run natively up to
+        `PAIRS_IDS_BESIDE_AMX` ids, rows of one id or drafted steps alike; past it TorchScript's, whose
+        products run on AMX tiles."""
+        kernel = attention.attention_kernel()
+        if kernel is None or not kernel.coa_row_step_pairs():
+            self.skipTest("bf16 products in pairs need AVX512-BF16")
+        model = micro_model(seed=13)
+        most = model_module.PAIRS_IDS_BESIDE_AMX
+        calls = []
+        real = RowStep.__call__
+        with (
+            torch.no_grad(),
+            autocast("bf16"),
+            mock.patch.object(attention, "has_amx", lambda: True),
+            mock.patch.object(RowStep, "__call__", lambda *a: calls.append(1) or real(*a)),
+        ):
+            for rows, t in ((most, 1), (most // 4, 4), (most + 1, 1), (most // 4 + 1, 4)):
+                with self.subTest(rows=rows, ids=t):
+                    cache = KVCache.empty(model.config, rows, 32, torch.bfloat16)
+                    model(torch.tensor([[1, 40, 41]] * rows), cache)
+                    calls.clear()
+                    model.decode(torch.full((rows, t), 50), cache)
+                    self.assertEqual(len(calls), int(rows * t <= most))
+
     @unittest.skipIf(blas.sgemm() is None, "torch's BLAS here is not the system OpenBLAS: no batched native step")
     def test_a_batch_of_many_ids_matches_the_torchscript_step(self):
         """A batch's step in fp32 (`RowStep.batches`): rows feeding one id, a draft, a prompt's 30 new ids

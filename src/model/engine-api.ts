@@ -130,7 +130,7 @@ export const EngineInfo = z.object({
       threads: z.number().int().optional(),
       /** fp32 steps of many ids run natively, their products by the system OpenBLAS's sgemm (engine/coa_engine/row_step.py). */
       sgemm: z.boolean().optional(),
-      /** bf16 steps multiply by AVX512-BF16's dot products of pairs, and take any number of ids natively unless the CPU has AMX (row_step.c's `gemv_pairs`). */
+      /** bf16 steps multiply by AVX512-BF16's dot products of pairs, and take any number of ids natively, up to 64 on a CPU with AMX (row_step.c's `gemv_pairs`; `model.PAIRS_IDS_BESIDE_AMX`). */
       bf16_pairs: z.boolean().optional(),
       reason: z.string().optional(),
     })
