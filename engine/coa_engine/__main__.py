@@ -21,6 +21,7 @@ limit_openmp_spin()
 import torch  # noqa: E402
 
 from .allocator import tune_malloc  # noqa: E402
+from .cpus import cpu_quota, usable_cpus  # noqa: E402
 from .drafting import DEFAULT_DRAFT_TOKENS  # noqa: E402
 from .model import PRESETS  # noqa: E402
 from .server import EngineServer, log  # noqa: E402
@@ -46,7 +47,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--threads",
         type=int,
-        help="torch's intra-op threads, and OpenBLAS's where it runs its own pool (default: the CPUs this process may use)",
+        help="torch's intra-op threads, and OpenBLAS's where it runs its own pool (default: the CPUs this process may use, at most a cgroup CPU quota's whole CPUs)",
     )
     p.add_argument(
         "--generation-threads",
@@ -130,8 +131,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     # Before the model's first tensor: every later allocation is served under these settings.
     tune_malloc()
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    args.threads = args.threads or usable
+    args.threads = args.threads or usable_cpus(cpu_quota())
     args.generation_threads = args.generation_threads or max(1, args.threads - 1)
     torch.set_num_threads(args.threads)
     if args.exit_with_stdin:
@@ -145,6 +145,7 @@ def main(argv: list[str] | None = None) -> None:
         f"{info['model']}: {info['params'] / 1e6:.2f}M params, context {info['max_model_len']}, "
         f"{info['device']} {info['dtype']}{f' (measured {gflops})' if gflops else ''}, {info['threads']} threads"
         f"{f' ({g} generating)' if (g := info.get('generation_threads')) else ''}"
+        f"{f', CPU quota {q:g}' if (q := info.get('cpu_quota')) else ''}"
     )
     server = EngineServer(worker, args.host, args.port, args.log_requests)
     host, port = server.server_address[:2]

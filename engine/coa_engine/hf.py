@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from . import allocator, checkpoint
+from .cpus import cpu_quota
 from .sampling import ModelGate, Sampler
 from .train import Trainer
 from .worker import counters
@@ -226,6 +227,7 @@ class HFWorker:
             "dtype": self.weights_dtype,
             "matmul_gflops": {},
             "threads": torch.get_num_threads(),
+            "cpu_quota": cpu_quota(),
             "torch": torch.__version__,
             "malloc": allocator.state(),
             "checkpoint": self.checkpoint_dir,

@@ -118,6 +118,8 @@ export const EngineInfo = z.object({
   /** torch threads of training and scoring, and of generation (fewer: the client runs beside it). */
   threads: z.number().int(),
   generation_threads: z.number().int().optional(),
+  /** CPUs' worth of time a cgroup quota allows the engine (null: none), which bounds the default `threads` (engine/coa_engine/cpus.py). */
+  cpu_quota: z.number().nullable().optional(),
   torch: z.string(),
   /** glibc malloc settings applied at start (engine/coa_engine/allocator.py); absent before them. */
   malloc: z.object({ tuned: z.boolean() }).passthrough().optional(),

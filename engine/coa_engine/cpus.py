@@ -1,0 +1,73 @@
+"""How many CPUs this process may use: its affinity mask, bounded by a cgroup's CPU quota.
+
+A container limited by a quota (`docker --cpus=2`, a Kubernetes CPU limit) still sees every core of its
+host in its affinity mask. Threads sized to the mask then outnumber the CPU time the quota grants, and
+a parallel step waits at each barrier for the threads the kernel has throttled. The quota is read from
+cgroup v2's `cpu.max` or v1's `cpu.cfs_quota_us` / `cpu.cfs_period_us`, the smallest along the
+process's cgroup and its ancestors (a container's own cgroup is often the root of the view it mounts).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def _quota_here(directory: Path) -> float | None:
+    """CPUs' worth of time the cgroup at `directory` allows, or None where it sets no quota."""
+    v2 = _read(directory / "cpu.max")  # "max 100000" or "200000 100000"
+    if v2 is not None:
+        quota, _, period = v2.partition(" ")
+    else:  # v1; a quota of -1: none
+        quota, period = _read(directory / "cpu.cfs_quota_us"), _read(directory / "cpu.cfs_period_us")
+    try:
+        return int(quota) / int(period) if int(quota) > 0 and int(period) > 0 else None
+    except (TypeError, ValueError):  # no such files, "max", or unreadable numbers: no quota known
+        return None
+
+
+def _hierarchies(proc_cgroup: str, root: Path) -> list[tuple[Path, str]]:
+    """(mount, path) of the hierarchies that may hold the CPU controller: v2's, and v1's `cpu` one."""
+    found = []
+    for line in (_read(Path(proc_cgroup)) or "").splitlines():
+        number, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if number == "0" and controllers == "":
+            found.append((root / "unified" if (root / "unified").is_dir() else root, path))
+        elif "cpu" in controllers.split(","):
+            for name in (controllers, "cpu,cpuacct", "cpu"):
+                if (root / name).is_dir():
+                    found.append((root / name, path))
+                    break
+    return found
+
+
+def cpu_quota(proc_cgroup: str = "/proc/self/cgroup", root: Path = Path("/sys/fs/cgroup")) -> float | None:
+    """CPUs' worth of time (quota / period) the cgroups of this process allow, the smallest of any
+    quota along its path, or None without one (or without cgroups, outside Linux)."""
+    quotas = []
+    for mount, path in _hierarchies(proc_cgroup, root):
+        directory = mount / path.lstrip("/")
+        # Up to the mount; a container whose view starts at its own cgroup has none of the path's
+        # directories, only the mount itself.
+        for d in (directory, *directory.parents):
+            if (q := _quota_here(d)) is not None:
+                quotas.append(q)
+            if d == mount:
+                break
+    return min(quotas) if quotas else None
+
+
+def usable_cpus(quota: float | None, affinity: int | None = None) -> int:
+    """CPUs' worth of threads to run: those in the affinity mask, at most the quota's whole CPUs (a
+    thread over the quota is throttled: a parallel step waits for it), at least one."""
+    if affinity is None:
+        affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(affinity, math.floor(quota))) if quota is not None else affinity
