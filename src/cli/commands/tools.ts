@@ -1,4 +1,3 @@
-import os from "node:os";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { Command } from "commander";
 import { z } from "zod";
@@ -13,6 +12,7 @@ import {
   startToolServer,
   type ToolServerConfig,
 } from "../../toolserver/index.js";
+import { usableCpus } from "../../util/index.js";
 import { modelApiKey, parseFlags } from "../flags.js";
 import { indexCorpus } from "./index-corpus.js";
 
@@ -24,7 +24,7 @@ const ToolFlags = z.object({
   topk: Count.max(100).default(3),
   summarizer: z.string().min(1).optional(),
   toolTimeout: z.coerce.number().positive().default(120),
-  codeConcurrency: Count.default(os.availableParallelism()),
+  codeConcurrency: Count.default(usableCpus()),
   unsafeNoSandbox: z.boolean().default(false),
 });
 
@@ -107,7 +107,10 @@ function toolOptions(cmd: Command): Command {
       "--tool-timeout <seconds>",
       "longest one request may take; a tool still busy then gets a 504 (default 120)",
     )
-    .option("--code-concurrency <n>", "sandboxed programs running at once (default: CPU count)")
+    .option(
+      "--code-concurrency <n>",
+      "sandboxed programs running at once (default: the CPUs coa may use, at most a CPU quota's)",
+    )
     .option("--unsafe-no-sandbox", "run /run_code programs without bubblewrap");
 }
 

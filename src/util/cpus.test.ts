@@ -1,0 +1,67 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { availableParallelism, tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { cpuQuota, usableCpus } from "./cpus.js";
+
+const made: string[] = [];
+afterEach(() => {
+  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+/** The quota read from a /proc/self/cgroup of these lines and a cgroup mount holding these files. */
+function quota(procCgroup: string, files: Record<string, string>): number | undefined {
+  const top = mkdtempSync(path.join(tmpdir(), "coa-cpus-"));
+  made.push(top);
+  const root = path.join(top, "cg");
+  mkdirSync(root);
+  for (const [name, text] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(root, name)), { recursive: true });
+    writeFileSync(path.join(root, name), text);
+  }
+  writeFileSync(path.join(top, "proc_cgroup"), procCgroup);
+  return cpuQuota(path.join(top, "proc_cgroup"), root);
+}
+
+describe("cpuQuota", () => {
+  it("reads a container whose view starts at its own cgroup, v2 and v1", () => {
+    expect(quota("0::/\n", { "cpu.max": "150000 100000\n" })).toBe(1.5);
+    const v1 = { "cpu,cpuacct/cpu.cfs_quota_us": "50000\n", "cpu,cpuacct/cpu.cfs_period_us": "100000\n" };
+    expect(quota("5:cpu,cpuacct:/docker/abc\n3:memory:/docker/abc\n", v1)).toBe(0.5);
+  });
+
+  it("takes the smallest quota along the path", () => {
+    const v2 = { "a/b/cpu.max": "300000 100000", "a/cpu.max": "200000 100000", "cpu.max": "max 100000" };
+    expect(quota("0::/a/b\n", v2)).toBe(2);
+    const hybrid = {
+      "unified/a/cpu.max": "100000 100000",
+      "cpu/a/cpu.cfs_quota_us": "-1",
+      "cpu/a/cpu.cfs_period_us": "100000",
+      "cpu/cpu.cfs_quota_us": "400000",
+      "cpu/cpu.cfs_period_us": "100000",
+    };
+    expect(quota("1:cpu:/a\n0::/a\n", hybrid)).toBe(1);
+  });
+
+  it("is undefined without a quota or anything readable", () => {
+    expect(quota("0::/\n", { "cpu.max": "max 100000\n" })).toBeUndefined();
+    expect(
+      quota("1:cpu:/\n", { "cpu/cpu.cfs_quota_us": "-1", "cpu/cpu.cfs_period_us": "100000" }),
+    ).toBeUndefined();
+    expect(quota("0::/\n", { "cpu.max": "a lot\n" })).toBeUndefined();
+    expect(quota("garbage\n\n0::/x\n", {})).toBeUndefined();
+    expect(cpuQuota("/nonexistent/cgroup", "/nonexistent")).toBeUndefined();
+  });
+});
+
+describe("usableCpus", () => {
+  it("is the quota's whole CPUs within the affinity mask, at least one", () => {
+    expect(usableCpus(undefined, 16)).toBe(16);
+    expect(usableCpus(2, 16)).toBe(2);
+    expect(usableCpus(1.5, 16)).toBe(1);
+    expect(usableCpus(0.5, 16)).toBe(1);
+    expect(usableCpus(32, 4)).toBe(4);
+    expect(usableCpus()).toBeGreaterThanOrEqual(1);
+    expect(usableCpus()).toBeLessThanOrEqual(availableParallelism());
+  });
+});
