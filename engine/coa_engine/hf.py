@@ -226,6 +226,9 @@ class HFWorker:
             "device": self.device,
             "dtype": self.weights_dtype,
             "matmul_gflops": {},
+            # Nothing timed: the dtype is the checkpoint's or the one asked for.
+            "matmul_measured_at": None,
+            "matmul_remembered": False,
             "threads": torch.get_num_threads(),
             "cpu_quota": cpu_quota(),
             "torch": torch.__version__,
