@@ -40,6 +40,11 @@ class CpuQuotaTest(unittest.TestCase):
         files = {"unified/a/cpu.max": "100000 100000", "cpu/a/cpu.cfs_quota_us": "-1", "cpu/a/cpu.cfs_period_us": "1"}
         self.assertEqual(self.quota("1:cpu:/a\n0::/a\n", files), 1.0)
 
+    def test_the_walk_stops_at_the_mount(self):
+        # A file above the mount (outside cgroupfs in life) is not a cgroup's.
+        self.assertIsNone(self.quota("0::/\n", {"../cpu.max": "100000 100000"}))
+        self.assertEqual(self.quota("0::/a\n", {"../cpu.max": "100000 100000", "cpu.max": "300000 100000"}), 3.0)
+
     def test_no_quota_or_nothing_readable_is_none(self):
         self.assertIsNone(self.quota("0::/\n", {"cpu.max": "max 100000\n"}))
         v1 = {"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}

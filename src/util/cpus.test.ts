@@ -43,6 +43,12 @@ describe("cpuQuota", () => {
     expect(quota("1:cpu:/a\n0::/a\n", hybrid)).toBe(1);
   });
 
+  it("stops at the mount", () => {
+    // A file above the mount (outside cgroupfs in life) is not a cgroup's.
+    expect(quota("0::/\n", { "../cpu.max": "100000 100000" })).toBeUndefined();
+    expect(quota("0::/a\n", { "../cpu.max": "100000 100000", "cpu.max": "300000 100000" })).toBe(3);
+  });
+
   it("is undefined without a quota or anything readable", () => {
     expect(quota("0::/\n", { "cpu.max": "max 100000\n" })).toBeUndefined();
     expect(

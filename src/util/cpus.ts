@@ -62,7 +62,8 @@ export function cpuQuota(procCgroup = "/proc/self/cgroup", root = "/sys/fs/cgrou
   for (const [mount, cgroupPath] of hierarchies(procCgroup, root)) {
     // Up to the mount: a container whose view starts at its own cgroup has none of the path's
     // directories, only the mount itself.
-    for (let dir = path.join(mount, cgroupPath); ; dir = path.dirname(dir)) {
+    // (resolve, not join: "/" would leave a trailing slash that never equals the mount)
+    for (let dir = path.resolve(mount, `.${cgroupPath}`); ; dir = path.dirname(dir)) {
       const quota = quotaAt(dir);
       if (quota !== undefined) quotas.push(quota);
       if (dir === mount || dir === path.dirname(dir)) break;
