@@ -21,7 +21,7 @@ limit_openmp_spin()
 import torch  # noqa: E402
 
 from .allocator import tune_malloc  # noqa: E402
-from .cpus import cpu_quota, usable_cpus  # noqa: E402
+from .cpus import process_quota, usable_cpus  # noqa: E402
 from .drafting import DEFAULT_DRAFT_TOKENS  # noqa: E402
 from .model import PRESETS  # noqa: E402
 from .server import EngineServer, log  # noqa: E402
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     # Before the model's first tensor: every later allocation is served under these settings.
     tune_malloc()
-    args.threads = args.threads or usable_cpus(cpu_quota())
+    args.threads = args.threads or usable_cpus(process_quota())
     args.generation_threads = args.generation_threads or max(1, args.threads - 1)
     torch.set_num_threads(args.threads)
     if args.exit_with_stdin:

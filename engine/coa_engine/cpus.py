@@ -9,6 +9,7 @@ process's cgroup and its ancestors (a container's own cgroup is often the root o
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from pathlib import Path
@@ -65,9 +66,21 @@ def cpu_quota(proc_cgroup: str = "/proc/self/cgroup", root: Path = Path("/sys/fs
     return min(quotas) if quotas else None
 
 
+@functools.lru_cache(maxsize=None)
+def process_quota() -> float | None:
+    """This process's quota, read once: the one its threads were sized by at start (`__main__`), which
+    /info reports."""
+    return cpu_quota()
+
+
+def affinity_cpus() -> set[int]:
+    """The CPUs this process may run on (every CPU outside Linux, which has no affinity call)."""
+    return os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
+
+
 def usable_cpus(quota: float | None, affinity: int | None = None) -> int:
     """CPUs' worth of threads to run: those in the affinity mask, at most the quota's whole CPUs (a
     thread over the quota is throttled: a parallel step waits for it), at least one."""
     if affinity is None:
-        affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        affinity = len(affinity_cpus())
     return max(1, min(affinity, math.floor(quota))) if quota is not None else affinity

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from . import allocator, checkpoint
-from .cpus import cpu_quota
+from .cpus import process_quota
 from .sampling import ModelGate, Sampler
 from .train import Trainer
 from .worker import counters
@@ -230,7 +230,7 @@ class HFWorker:
             "matmul_measured_at": None,
             "matmul_remembered": False,
             "threads": torch.get_num_threads(),
-            "cpu_quota": cpu_quota(),
+            "cpu_quota": process_quota(),
             "torch": torch.__version__,
             "malloc": allocator.state(),
             "checkpoint": self.checkpoint_dir,

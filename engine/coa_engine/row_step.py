@@ -91,8 +91,8 @@ class RowStep:
     def batches(self) -> bool:
         """Whether this step takes any number of ids (fp32 with sgemm; bf16 in pairs without AMX), not
         only a few (`model.ROW_STEP_IDS`; in pairs beside AMX, `model.PAIRS_IDS_BESIDE_AMX`): AMX's tiles
-        run TorchScript's bf16 products, which win from a few hundred ids (docs/engine.md, "Batches in
-        pairs on AMX too")."""
+        run TorchScript's bf16 products, which win from 160 ids of `small`, 320 of `tiny` (docs/engine.md,
+        "Batches in pairs on AMX too")."""
         return self._sgemm is not None or (self.pairs and not attention.has_amx())
 
     # Threads: generation's (torch's count on the model thread, `--generation-threads`), not all of the

@@ -17,6 +17,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from .cpus import affinity_cpus
+
 # Seconds between readings: /proc/stat counts in ticks of 10 ms, so a reading spans 10 of them per CPU.
 INTERVAL = 0.1
 # CPUs' worth of busy time outside the engine under which the spare cores count as idle: an agent
@@ -28,8 +30,7 @@ def machine_busy_seconds(cpus: set[int] | None = None) -> float:
     """Seconds the CPUs `cpus` (default: those this process may run on) spent busy since boot, as
     /proc/stat counts them: all but idle and iowait (steal included: a core the host takes away is not
     spare)."""
-    if cpus is None:  # (no affinity call outside Linux, where there is no /proc/stat either)
-        cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
+    cpus = affinity_cpus() if cpus is None else cpus
     busy = 0
     with open("/proc/stat") as stat:
         for line in stat:

@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 from . import allocator, attention, blas, checkpoint, graph_step
-from .cpus import cpu_quota
+from .cpus import process_quota
 from .drafting import DEFAULT_DRAFT_TOKENS
 from .model import ModelConfig, Transformer, preset_config
 from .precision import DtypeChoice, choose_device, remembered_dtype
@@ -167,9 +167,9 @@ class Worker:
             # thread (training, scoring) and the sampler were given.
             "threads": self.gate.threads or torch.get_num_threads(),
             "generation_threads": self.generation_threads or torch.get_num_threads(),
-            # CPUs' worth of time a cgroup allows this process (None: no quota), which bounds the
-            # default thread count (`cpus.usable_cpus`).
-            "cpu_quota": cpu_quota(),
+            # CPUs' worth of time a cgroup allowed this process at start (None: no quota), which bounds
+            # the default thread count (`cpus.usable_cpus`).
+            "cpu_quota": process_quota(),
             "torch": torch.__version__,
             "malloc": allocator.state(),
             "blas": blas.state(),
