@@ -174,8 +174,12 @@ GROW_POSITIONS = 64
 def grown_positions(held: int, needed: int, capacity: int) -> int:
     """Positions to allocate when `needed` passes the `held` allocated: `GROW_POSITIONS` beyond it, and
     at least half again what was held, so that a batch whose rows decode from a few hundred positions to
-    a few thousand grows a few times rather than every 64 steps (each growth copies every row)."""
-    return min(capacity, max(needed + GROW_POSITIONS, held + held // 2))
+    a few thousand grows a few times rather than every 64 steps (each growth copies every row); the whole
+    `capacity` where that would leave less than `GROW_POSITIONS` below it, whose growth would follow
+    within as many steps (32 requests of 128 new ids grew 88 -> 153 -> 183 positions, each growth new
+    memory: 30-100 ms of page faults a round on a VM; docs/engine.md)."""
+    grown = max(needed + GROW_POSITIONS, held + held // 2)
+    return capacity if capacity - grown < GROW_POSITIONS else grown
 
 
 class KVCache:
@@ -220,9 +224,9 @@ class KVCache:
         holding: int | None = None,
     ) -> KVCache:
         """Room for `rows` rows of up to `capacity` positions. With `holding`, the most positions a row
-        holds now (a prefill's longest prompt), only those are allocated, with `GROW_POSITIONS` of room
-        beyond them as `reserve` leaves; without it, all `capacity`."""
-        positions = capacity if holding is None else min(capacity, holding + GROW_POSITIONS)
+        holds now (a prefill's longest prompt), only those are allocated, with room beyond them as
+        `grown_positions` leaves it; without it, all `capacity`."""
+        positions = capacity if holding is None else grown_positions(0, holding, capacity)
         h, hd, layers = config.n_heads, config.head_dim, range(config.n_layers)
         return cls(
             [torch.zeros((rows, h, positions, hd), dtype=dtype, device=device) for _ in layers],

@@ -1,8 +1,11 @@
 """Sampling with a KV cache, batched across requests.
 
-Requests queue up; the model's thread (`ModelGate`) runs the batch: it prefills newly admitted
-prompts (once per prompt, then copies the cache for its n samples), merges them into the running
-batch, and decodes one token per row per step, dropping rows as they finish. Every row draws its
+Requests queue up; the model's thread (`ModelGate`) runs the batch: it admits new requests between
+decode steps into the running batch and decodes one token per row per step, dropping rows as they
+finish. A prompt of one row is computed within the next decode steps beside the other rows' ids where
+the decoder allows (`CachedDecoder.prefills_in_steps`: the fused kernel on a CPU), from the first
+request of a session on, so it takes the same path whenever it comes; elsewhere, and for a prompt of
+n samples, the prompt is prefilled once and its cache copied for its rows. Every row draws its
 random numbers from its own generator, seeded from the request's seed and the row's index, so a
 seeded request gives the same samples whatever else shares the batch (up to last-bit differences of
 batched arithmetic).
@@ -16,7 +19,7 @@ higher than reported. With temperature 0 (greedy) it is log_softmax(logits).
 Prefix cache: when a row finishes, the keys and values of its prompt and completion are kept (LRU,
 bounded in bytes). A later prompt that starts with the same ids (the next turn of an agent episode:
 the previous prompt, the completion, then a new observation) copies the longest shared prefix and
-prefills only the rest. Entries are dropped whenever the weights change.
+computes only the rest. Entries are dropped whenever the weights change.
 
 Speculative decoding (`draft_tokens` > 0): after each step a row's next ids are drafted from earlier
 text (drafting.py), and the next step feeds the row's last id and its draft in one decode call (each
@@ -61,6 +64,11 @@ from .precision import autocast
 from .tokenizer import PAD_ID
 
 T = TypeVar("T")
+
+# Prompt ids one decode step feeds at most (`Sampler._next_inputs`; a longer prompt rides a step alone):
+# their scratch in the native step (~15 KB an id for `tiny`) and the wait of the rows decoding beside
+# them (~35 us an id for `tiny` on one Zen 5 core) stay bounded.
+STEP_PROMPT_IDS = 2048
 
 
 @dataclass(frozen=True)
@@ -345,7 +353,8 @@ class CachedDecoder:
         return attends_rows_alone(cache, self.cache_dtype)
 
     def prefills_in_steps(self, cache: KVCache) -> bool:
-        """Whether a prefix-cache hit's new ids may ride a decode step (`Sampler._prefill`): where rows
+        """Whether a prompt's ids (those past its prefix-cache hit, or all) may ride a decode step
+        (`Sampler._prefill`) rather than be prefilled or extended: where rows
         attend alone, in fp32, or in bf16 where the native step takes any number of ids (AVX512-BF16:
         `RowStep.batches`). Elsewhere a bf16 step of a prompt's ids is TorchScript's, whose oneDNN
         products build a kernel for every new shape (~1 ms each, why bf16 extends are padded to
@@ -365,8 +374,14 @@ class CachedDecoder:
     # row whose count is 0.
     holes = True
 
+    def empty_batch(self, capacity: int, holding: int) -> KVCache:
+        """A batch of no rows yet, for a session's first requests to join (`Sampler._session`)."""
+        return KVCache.empty(
+            self.model.config, 0, capacity, self.cache_dtype, self.model.rope_cos.device, holding=holding
+        )
+
     def begin_session(self) -> tuple:
-        """Takes the weights' decode layout for the session's extends and returns their key, which
+        """Takes the weights' decode layout for the session's steps and extends and returns their key, which
         changes whenever the weights do (`weights_version`). Once per generation session: weights change
         only between sessions (training and loads wait for the gate); reading every parameter's version
         at each admission and extend was ~30 us a time (about 1,000 times in the demo's evaluation)."""
@@ -542,6 +557,7 @@ class Sampler:
         gate: ModelGate,
         max_rows: int = 64,
         prefill_tokens: int = 8192,
+        step_prompt_ids: int = STEP_PROMPT_IDS,
         prefix_cache_bytes: int = 0,
         prefix_min_tokens: int = 16,
         max_kv_bytes: int | None = None,
@@ -555,7 +571,7 @@ class Sampler:
         # per row in one step.
         speculative = draft_tokens > 0 and getattr(decoder, "speculative", False)
         self.drafter = NgramDrafter(draft_tokens) if speculative else None
-        self.max_rows, self.prefill_tokens = max_rows, prefill_tokens
+        self.max_rows, self.prefill_tokens, self.step_prompt_ids = max_rows, prefill_tokens, step_prompt_ids
         # None: no bound on bytes (a decoder that cannot say what a position costs).
         self.max_kv_bytes = max_kv_bytes
         # At least one full batch, so that a request that fits the batch always fits an empty queue.
@@ -583,7 +599,7 @@ class Sampler:
         self.drafted_tokens = 0  # drafted ids fed to the model
         self.accepted_tokens = 0  # of those, ids that sampling then chose (each saved a step)
         self.prefilled_prompts = 0  # distinct prompts prefilled (a prompt shared by n rows or requests: once)
-        self.stepped_prefills = 0  # of those, prefix-cache hits whose new ids a decode step fed (no extend)
+        self.stepped_prefills = 0  # of those, prompts whose ids (past a prefix-cache hit, if any) a decode step fed
         self.shared_prefix_rows = 0  # rows that read a prefix shared by the batch's rows from one copy (`_share`)
         self.refused = 0  # requests refused with 503 (queue full)
         self.rows_in_flight = 0
@@ -712,8 +728,12 @@ class Sampler:
         outnumber the rows (nobody came to fill them), or without holes, the last rows move into the
         gaps (`KVCache.compact`), copying one row's keys and values each.
         """
+        # The weights' decode layout, taken once a session (and the prefix cache emptied if they changed):
+        # decode steps use it, where a session's prompts may all ride them, no prefill taking it.
+        begin = getattr(self.decoder, "begin_session", None)
+        weights = begin() if begin is not None else None
         if self._caching():
-            self.prefix_cache.check_weights(self.decoder.begin_session())
+            self.prefix_cache.check_weights(weights)
         rows: list[Row | None] = []  # every row still sampling (None: a hole), aligned with the cache's rows
         cache: KVCache | None = None
         shared: SharedPrefix | None = None  # the prompt prefix the batch's rows share (`_share`)
@@ -732,6 +752,8 @@ class Sampler:
                 started = self._clock()
                 if active:
                     self.joins += len(admitted)
+                if cache is None:
+                    cache = self._empty_batch(admitted)
                 if cache is None:
                     new_rows, parts, new_logits = self._prefill(admitted)
                     rows, cache, logits = new_rows, parts[0].merge(*parts[1:]), new_logits
@@ -798,7 +820,7 @@ class Sampler:
             for job in done:
                 job.done.set()
             decode_started = time.perf_counter()
-            prompting = [r is not None and bool(r.pending) for r in rows]
+            prompting = [r is not None and bool(r.pending) and r.fed > 0 for r in rows]
             # Only what is in use, so that a decoder without these (Hugging Face's) is called as before.
             options = {}
             if shared is not None:
@@ -814,9 +836,25 @@ class Sampler:
             for r, prompted in zip(rows, prompting):
                 if prompted:  # its logits now those of a prefill's last id (`fed` 0: nothing to take back)
                     r.pending, r.fed = [], 0
+            # Rows whose whole prompt this step computed (cold ones held nothing when they joined) may now
+            # take the batch's shared prefix, or make it.
+            if any(prompting):
+                placed = [i for i, p in enumerate(prompting) if p and rows[i].shared == 0]
+                shared = self._share(rows, cache, placed, shared)
             self.steps += 1
             self.decode_seconds += time.perf_counter() - decode_started
             self._busy(started)
+
+    def _empty_batch(self, jobs: list[_Job]) -> KVCache | None:
+        """An empty batch for a session's first requests to join where prompts' ids ride decode steps
+        (`CachedDecoder.prefills_in_steps`): a prompt then takes that path whether or not a batch was
+        running when it came, so its ids do not depend on the timing of others. Else None: they are
+        prefilled together."""
+        empty = getattr(self.decoder, "empty_batch", None)
+        if empty is None:
+            return None
+        cache = empty(max(job.capacity for job in jobs), max(len(p) for job in jobs for p in job.prompts))
+        return cache if self.decoder.prefills_in_steps(cache) else None
 
     @staticmethod
     def _clock() -> tuple[float, float]:
@@ -954,12 +992,13 @@ class Sampler:
     def _prefill(self, jobs: list[_Job], batch=None, into: list[int] | None = None):
         """Runs each distinct prompt once, in length-sorted chunks, then copies its cache to each of its
         rows: the n samples of a request, and the rows of other requests admitted with it that send the
-        same prompt (an RL group's episodes). A prompt sharing a long enough prefix with a cached row
-        prefills only the ids after it, straight into the running batch's row `into[j]` (for the j-th
-        row returned) where there is one (a `KVCache` with room made for it); where the decoder can feed
-        them within its next decode step (`prefills_in_steps`), a prompt of one row leaves them to it
-        (`Row.pending`) and only its cached prefix is copied now. Returns the rows, their caches (in
-        row order) and the last logits of those not pending (None if there are none)."""
+        same prompt (an RL group's episodes). Where the decoder can feed a prompt's ids within its decode
+        steps (`prefills_in_steps`), a prompt of one row is left to them (`Row.pending`), in the batch's
+        row `into[j]` (for the j-th row returned): only its prefix-cache hit, if it has one, is copied
+        there now. Else a prompt sharing a long enough prefix with a cached row prefills only the ids
+        after it, straight into that row where there is one (a `KVCache` with room made for it). Returns
+        the rows, their caches (in row order) and the last logits of those not pending (None if there
+        are none)."""
         prompts, rows = [], []
         by_ids: dict[tuple[int, ...], list[Row]] = {}
         for job in jobs:
@@ -972,32 +1011,34 @@ class Sampler:
                     by_ids[key] = list(same)
                     prompts.append((prompt, by_ids[key]))
         self.prefilled_prompts += len(prompts)
-        parts, logits = [], []
-        if self._caching():
-            cold = []
-            for prompt, prompt_rows in prompts:
-                entry, start = self.prefix_cache.lookup(prompt)
-                if entry is None:
-                    cold.append((prompt, prompt_rows))
-                    continue
-                capacity = len(prompt) + max(r.max_new for r in prompt_rows)
-                target = batch.row_view(into[len(rows)], capacity) if isinstance(batch, KVCache) else None
-                if target is not None and len(prompt_rows) == 1 and self.decoder.prefills_in_steps(batch):
-                    # Its new ids join the next step's: one pass over the weights for both, where an
-                    # extend of its own cost a pass and its ops (~2 ms of a `micro` extend's 7).
+        parts, logits, cold = [], [], []
+        rides = isinstance(batch, KVCache) and self.decoder.prefills_in_steps(batch)
+        for prompt, prompt_rows in prompts:
+            entry, start = self.prefix_cache.lookup(prompt) if self._caching() else (None, 0)
+            capacity = len(prompt) + max(r.max_new for r in prompt_rows)
+            if rides and len(prompt_rows) == 1:
+                # Its ids join the next step's: one pass over the weights for both, where a prefill or an
+                # extend of its own cost a pass and its ops (~2 ms of a `micro` extend's 7; 32 cold `tiny`
+                # prompts on one Zen 5 core: 80 ms prefilled, 44 ms in a step).
+                target = batch.row_view(into[len(rows)], capacity)
+                if entry is not None:
                     target.put_row(0, entry.keys, entry.values, start)
                     target.lens = target.lens.new_full((1,), start)
-                    prompt_rows[0].pending = prompt[start:]
-                    self.stepped_prefills += 1
-                    parts.append(target)
-                    rows += prompt_rows
-                    continue
-                part, last = self.decoder.extend(prompt, entry.keys, entry.values, start, capacity, into=target)
-                part, last = self._repeated(part, last, [len(prompt_rows)])
-                parts.append(part)
-                logits.append(last)
+                prompt_rows[0].pending = prompt[start:]
+                self.stepped_prefills += 1
+                parts.append(target)
                 rows += prompt_rows
-            prompts = cold
+                continue
+            if entry is None:
+                cold.append((prompt, prompt_rows))
+                continue
+            target = batch.row_view(into[len(rows)], capacity) if isinstance(batch, KVCache) else None
+            part, last = self.decoder.extend(prompt, entry.keys, entry.values, start, capacity, into=target)
+            part, last = self._repeated(part, last, [len(prompt_rows)])
+            parts.append(part)
+            logits.append(last)
+            rows += prompt_rows
+        prompts = cold
         prompts.sort(key=lambda p: len(p[0]))
         start = 0
         while start < len(prompts):
@@ -1109,7 +1150,8 @@ class Sampler:
         """Each row's last id, then its draft where the drafter has one, or a pending prompt's ids: [B]
         or [B, the most a row feeds] (shorter rows padded; `decode` feeds each row's own, `Row.fed`; a
         hole's are padding). A draft never reaches past the row's budget of new ids nor the step past
-        the cache's capacity."""
+        the cache's capacity. Pending prompts ride in row order while their ids fit `step_prompt_ids`
+        (the first always); the rest feed nothing (`fed` 0) and ride a later step."""
         rows = [r for r in slots if r is not None]
         room = cache.capacity - int(cache.lens.max()) - 1 if self.drafter is not None else 0
         for r in rows:
@@ -1118,9 +1160,14 @@ class Sampler:
                 if r.context is None:
                     r.context = RowContext(r.prompt + r.ids)
                 r.draft = self.drafter.propose(r.context, min(room, r.max_new - len(r.ids) - 1))
-        inputs = [[PAD_ID] if r is None else r.pending or [r.ids[-1], *r.draft] for r in slots]
+        left = self.step_prompt_ids  # prompt ids this step may still feed
         for r in rows:
-            r.fed = len(r.pending) or 1 + len(r.draft)
+            if not r.pending:
+                r.fed = 1 + len(r.draft)
+                continue
+            r.fed = len(r.pending) if left == self.step_prompt_ids or len(r.pending) <= left else 0
+            left -= r.fed
+        inputs = [[PAD_ID] if r is None or not r.fed else r.pending or [r.ids[-1], *r.draft] for r in slots]
         width = max(map(len, inputs))
         if width == 1:
             return torch.tensor([fed[0] for fed in inputs], dtype=torch.long, device=device)

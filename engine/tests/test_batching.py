@@ -71,7 +71,8 @@ def assert_same(test, rows, solo, delta):
 class ContinuousBatchingTest(unittest.TestCase):
     def test_a_request_joins_a_running_batch_and_matches_its_solo_run(self):
         """B arrives while A decodes: it is prefilled and merged at the next step (A is still running
-        when B returns), and B's ids equal B run alone, greedy and seeded, n = 2."""
+        when B returns), and B's ids equal B run alone, greedy and seeded, n = 2 (a prompt of several
+        rows is prefilled once and copied, where a lone row's rides a step)."""
         model = micro_model(seed=11)
         long_prompt, short_prompt = [1] + list(range(40, 70)), [1, 80, 81, 82, 83]
         for temperature in (0.0, 1.0):
@@ -100,10 +101,76 @@ class ContinuousBatchingTest(unittest.TestCase):
                 # Step 11 decodes A and both rows of B together; once B is done, A goes on alone.
                 self.assertEqual([rows for rows, _ in decoder.shapes[9:12]], [1, 3, 3])
                 self.assertEqual(decoder.shapes[-1][0], 1)
-                self.assertEqual(len(decoder.shapes), 150 - 1)
+                # A step a new id, the first too where A's prompt rode a step (the fused kernel's).
+                stepped = int(attention.attention_kernel() is not None)
+                self.assertEqual(len(decoder.shapes), 150 - 1 + stepped)
                 # Batched arithmetic may differ in the last bits (measured <= 5e-7 here); ids are equal.
                 assert_same(self, a["rows"], solo_a, 1e-5)
                 assert_same(self, b["rows"], solo_b, 1e-5)
+
+    def test_a_cold_prompt_rides_a_step_alone_or_joining_a_batch(self):
+        """Where the fused kernel attends rows alone, a prompt of one row with nothing cached is computed
+        within a decode step, never prefilled: the first step of its own session, or the next step of a
+        batch it joins (A decoding), both feeding all its ids. It samples the same either way."""
+        if attention.attention_kernel() is None:
+            self.skipTest("prompts ride decode steps only beside the fused attention kernel")
+        model = micro_model(seed=17)
+        a_prompt, b_prompt = [1] + list(range(40, 60)), [1] + list(range(90, 103))
+        a_params = SamplingParams(max_tokens=30, temperature=1.0, seed=5, ignore_eos=True)
+        b_params = SamplingParams(max_tokens=12, temperature=1.0, seed=8, ignore_eos=True)
+        alone_decoder = Recording(model)
+        alone = Sampler(alone_decoder, TOKENIZER, ModelGate())
+        try:
+            with mock.patch.object(alone_decoder, "prefill", wraps=alone_decoder.prefill) as prefills:
+                solo = alone.generate([b_prompt], b_params)
+        finally:
+            alone.close()
+        self.assertEqual((prefills.call_count, alone_decoder.widths[0]), (0, len(b_prompt)))
+        decoder = Recording(model, pause_at=5)
+        sampler = Sampler(decoder, TOKENIZER, ModelGate())
+        try:
+            with mock.patch.object(decoder, "prefill", wraps=decoder.prefill) as prefills:
+                thread_a, _ = start(sampler.generate, [a_prompt], a_params)
+                decoder.reached.wait(60)
+                thread_b, b = start(sampler.generate, [b_prompt], b_params)
+                wait_for(lambda: len(sampler._pending) == 1)
+                decoder.release.set()
+                thread_b.join()
+                thread_a.join()
+        finally:
+            sampler.close()
+        self.assertEqual((prefills.call_count, sampler.joins, sampler.stepped_prefills), (0, 1, 2))
+        self.assertEqual(decoder.widths[0], len(a_prompt))
+        self.assertEqual((decoder.widths[5], [rows for rows, _ in decoder.shapes[4:6]]), (len(b_prompt), [1, 2]))
+        assert_same(self, b["rows"], solo, 1e-5)
+
+    def test_prompts_past_a_steps_budget_ride_a_later_step(self):
+        """Three cold prompts of 6, 7 and 12 ids start together under a budget of 13 prompt ids a step:
+        whatever their order, one step feeds the 6 and the 7 and another the 12 (the first pending prompt
+        always rides, however long), the rows waiting in between feeding nothing; each samples what it
+        samples alone."""
+        if attention.attention_kernel() is None:
+            self.skipTest("prompts ride decode steps only beside the fused attention kernel")
+        model = micro_model(seed=19)
+        prompts = [[1] + list(range(40, 45)), [1] + list(range(50, 56)), [1] + list(range(60, 71))]
+        params = SamplingParams(max_tokens=10, temperature=1.0, seed=3, ignore_eos=True)
+        decoder, gate = Recording(model), ModelGate()
+        sampler = Sampler(decoder, TOKENIZER, gate, step_prompt_ids=13)
+        try:
+            with gate.exclusive():
+                started = [start(sampler.generate, [p], params) for p in prompts]
+                wait_for(lambda: len(sampler._pending) == 3)
+            for thread, _ in started:
+                thread.join()
+        finally:
+            sampler.close()
+        self.assertEqual((sampler.stepped_prefills, sorted(decoder.widths[:2])), (3, [7, 12]))
+        alone = Sampler(CachedDecoder(model, "fp32"), TOKENIZER, ModelGate())
+        try:
+            for p, (_, out) in zip(prompts, started):
+                assert_same(self, out["rows"], alone.generate([p], params), 1e-5)
+        finally:
+            alone.close()
 
     def test_a_request_joins_into_the_hole_a_finished_row_left(self):
         """A and B start together, B (the shorter prompt, row 0) finishes first and leaves a hole that
@@ -141,7 +208,8 @@ class ContinuousBatchingTest(unittest.TestCase):
             sampler.close()
         self.assertEqual((sampler.joins, sampler.prefix_cache.hits), (1, 1))
         stepped = int(attention.attention_kernel() is not None)
-        self.assertEqual((sampler.stepped_prefills, extends.call_count), (stepped, 1 - stepped))
+        # A's and B's prompts rode the first step, C's new ids a later one; or C's were an extend.
+        self.assertEqual((sampler.stepped_prefills, extends.call_count), (3 * stepped, 1 - stepped))
         if stepped:  # the step after C's admission fed A's id and C's new ids
             fed = len(c_prompt) - sampler.prefix_cache.saved_tokens
             self.assertIn(fed, decoder.widths)
@@ -305,8 +373,10 @@ class ContinuousBatchingTest(unittest.TestCase):
             sampler.close()
         if attention.attention_kernel() is not None:
             self.assertEqual(sampler.shared_prefix_rows, 6)
-            # From the prefix cache: the turn, the system prompt's request and the one sharing its first 70.
-            self.assertEqual(sampler.stepped_prefills, 3)
+            # Every prompt rode a step: three from the prefix cache (the turn, the system prompt's request
+            # and the one sharing its first 70), the first three and the one without the system prompt
+            # from position 0, the first three taking the copy made after their step.
+            self.assertEqual(sampler.stepped_prefills, 7)
             self.assertEqual([out["rows"][0].shared for _, out in (*first, *late)], [80, 80, 80, 80, 80, 0, 64])
         alone = Sampler(CachedDecoder(model, "fp32"), TOKENIZER, ModelGate())
         try:

@@ -256,7 +256,8 @@ class ModelTest(unittest.TestCase):
 
     def test_cache_grows_as_rows_decode(self):
         """A cache that allocates only what its rows hold grows as they decode, by GROW_POSITIONS past
-        what they need and at least half again what it held, never past its capacity, and decodes what a fully allocated one does: bit for bit in
+        what they need and at least half again what it held, never past its capacity (all of it where
+        less than GROW_POSITIONS would be left), and decodes what a fully allocated one does: bit for bit in
         fp32, whose decode attends the same span either way; in bf16, which reads the whole allocation,
         masked, the two attend different widths, and a CPU's bf16 GEMM may block a reduction of another
         length differently, so the last bits may differ. bf16 keeps 8 significant bits, so that is
@@ -284,12 +285,16 @@ class ModelTest(unittest.TestCase):
                 self.assertEqual((int(lazy.lens.max()), lazy.positions), (109, 134))
                 expected = full.keys[1][:, :, :40]
                 torch.testing.assert_close(lazy.keys[1][:, :, :40], expected, atol=bf16_steps(expected, dtype), rtol=0)
-        tight = KVCache.empty(model.config, 1, 100, torch.float32, holding=4)
+        tight = KVCache.empty(model.config, 1, 140, torch.float32, holding=4)
         self.assertEqual(tight.positions, 68)
         with self.assertRaisesRegex(ValueError, "KV cache is full"):
-            tight.reserve(101)
+            tight.reserve(141)
         tight.reserve(90)
-        self.assertEqual(tight.positions, 100)  # growth stops at the capacity
+        self.assertEqual(tight.positions, 140)  # growth stops at the capacity
+        # Not 64 positions short of it: the growth after would come within 64 steps, copying everything.
+        self.assertEqual(KVCache.empty(model.config, 1, 100, torch.float32, holding=4).positions, 100)
+        self.assertEqual(model_module.grown_positions(88, 89, 183), 183)
+        self.assertEqual(model_module.grown_positions(88, 89, 217), 153)
         # A long row grows by half what is held, not by 64 positions: a few growths, each copying the batch.
         self.assertEqual(model_module.grown_positions(1000, 1001, 4000), 1500)
         self.assertEqual(model_module.grown_positions(1000, 1700, 4000), 1764)

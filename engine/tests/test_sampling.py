@@ -75,9 +75,9 @@ class ThreadsTest(unittest.TestCase):
         seen = []
         decode = sampler.decoder.decode
 
-        def watched(cache, ids):
+        def watched(cache, ids, *args, **options):
             seen.append((threading.current_thread().name, torch.get_num_threads()))
-            return decode(cache, ids)
+            return decode(cache, ids, *args, **options)
 
         sampler.decoder.decode = watched
         here = lambda: (threading.current_thread().name, torch.get_num_threads())  # noqa: E731
@@ -131,6 +131,30 @@ class SamplerTest(unittest.TestCase):
                 self.assertEqual(len(recomputed), len(r.logprobs))
                 for x, y in zip(r.logprobs, recomputed):
                     self.assertAlmostEqual(x, y, delta=1e-4)
+
+    def test_a_session_decodes_with_the_weights_of_its_start(self):
+        """Weights changed between two sessions (training, a load): the second samples what a fresh
+        sampler samples over the new weights, prefix cache off and its prompt computed within a decode
+        step (nothing prefilled, which used to take the weights' layout, as the first session's prompt of
+        two samples did)."""
+        model = micro_model(seed=23)
+        sampler = make_sampler(model)
+        params = SamplingParams(max_tokens=8, temperature=0.0, ignore_eos=True)
+        try:
+            before = sampler.generate([[1, 70, 71, 72]], params, n=2)[0].ids
+            g = torch.Generator().manual_seed(1)
+            with torch.no_grad():
+                for weight in model.parameters():
+                    weight.add_(torch.randn(weight.shape, generator=g))
+            after = sampler.generate([[1, 70, 71, 72]], params)[0].ids
+        finally:
+            sampler.close()
+        fresh = make_sampler(model)
+        try:
+            self.assertEqual(after, fresh.generate([[1, 70, 71, 72]], params)[0].ids)
+        finally:
+            fresh.close()
+        self.assertNotEqual(after, before)
 
     def test_stop_ends_on_the_token_that_completes_it(self):
         params = SamplingParams(max_tokens=60, temperature=1.0, seed=5, ignore_eos=True)

@@ -17,7 +17,7 @@ describe("engineLoadLine", () => {
         "(400 tok/s while busy, 16.0 tokens a decode step)",
     );
     expect(engineLoadLine({ ...counters, stepped_prefills: 12 }, 10)).toContain(
-      "decoding 5.0 s (12 prompts' new ids among them), sampling 1.0 s",
+      "decoding 5.0 s (12 prompts' ids among them), sampling 1.0 s",
     );
     // The busy thread's time on a core: the rest it waited for one.
     expect(engineLoadLine({ ...counters, generation_cpu_seconds: 6.54 }, 10)).toContain(

@@ -167,7 +167,7 @@ export const EngineInfo = z.object({
     /** Speculative decoding: drafted ids fed to the model, and those sampling kept; absent before it. */
     drafted_tokens: z.number().int().optional(),
     accepted_tokens: z.number().int().optional(),
-    /** Prefix-cache hits whose new ids a decode step fed beside the batch's (their time is decoding's); absent before it. */
+    /** Prompts whose ids (past a prefix-cache hit, if any) a decode step fed beside the batch's (their time is decoding's); absent before it. */
     stepped_prefills: z.number().int().optional(),
     /** Rows that read the prompt prefix the batch's rows share (a system prompt) from one copy; absent before it. */
     shared_prefix_rows: z.number().int().optional(),
@@ -243,7 +243,7 @@ export function engineLoadLine(counters: EngineInfo["counters"], wallSeconds: nu
   const perStep = steps ? `, ${(tokens / steps).toFixed(1)} tokens a decode step${drafts}` : "";
   const parts =
     admit !== undefined && decode !== undefined
-      ? `: admitting ${admit.toFixed(1)} s, decoding ${decode.toFixed(1)} s${stepped ? ` (${stepped} prompts' new ids among them)` : ""}, sampling ${(busy - admit - decode).toFixed(1)} s`
+      ? `: admitting ${admit.toFixed(1)} s, decoding ${decode.toFixed(1)} s${stepped ? ` (${stepped} prompts' ids among them)` : ""}, sampling ${(busy - admit - decode).toFixed(1)} s`
       : "";
   // Time the busy thread spent waiting for a core: other processes (the client, its tools) held both.
   const onCore = cpu !== undefined && busy ? ` (${cpu.toFixed(1)} s on a core)` : "";
