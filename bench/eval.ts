@@ -102,7 +102,8 @@ export async function run(): Promise<void> {
     );
   }
   console.log(
-    `token ids ${digests.size === 1 ? "identical in every run" : `differ between runs (${digests.size} digests)`}; ` +
+    `token ids ${digests.size === 1 ? "identical in every run" : `differ between runs`} (digest ${[...digests].join(", ")}: ` +
+      "compare it across versions for identical results); " +
       `target (issue 18): ≤ ${target.toFixed(1)} s, ${TARGET_FACTOR}× the first measurement's ${FIRST_SECONDS} s`,
   );
 }
