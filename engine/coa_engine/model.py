@@ -372,14 +372,17 @@ class KVCache:
         self._view(needed)
         return self
 
-    def vacate(self, rows: list[int]) -> KVCache:
+    def vacate(self, rows: list[int], keep: int | None = None) -> KVCache:
         """Empties `rows` in place (returns self): length 0, so that decoding reads none of their
-        positions, every other row where it was; empty rows at the end leave the view. `merge(into=)`
-        fills them again without moving any row (`Sampler`)."""
+        positions, every other row where it was; the view then ends at row `keep` (default: after the
+        last row holding positions; a caller's row may hold none yet, a prompt a later step computes),
+        the empty rows past it leaving. `merge(into=)` fills them again without moving any row
+        (`Sampler`)."""
         lens = self.lens.clone()
         lens[rows] = 0
-        held = lens.nonzero()
-        keep = int(held[-1]) + 1 if held.numel() else 0
+        if keep is None:
+            held = lens.nonzero()
+            keep = int(held[-1]) + 1 if held.numel() else 0
         self.lens = lens[:keep]
         self._view(keep)
         return self

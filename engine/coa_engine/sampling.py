@@ -811,7 +811,7 @@ class Sampler:
                     self._busy(started)
                     continue
                 if leaves_holes and 2 * len(still) >= len(rows):
-                    cache = cache.vacate(finished)
+                    cache = cache.vacate(finished, keep=still[-1] + 1)  # a row not yet fed holds nothing
                     rows, tokens = rows[: cache.rows], tokens[: cache.rows]
                 else:
                     rows, cache, tokens = self._compact(rows, cache, tokens, still)
@@ -881,7 +881,7 @@ class Sampler:
             return torch.cat((logits, new))
         spans, at = {}, 0
         for i, r in enumerate(rows):
-            if r is not None:
+            if r is not None and not r.pending:  # a prompt still waiting for its step has no logits yet
                 spans[i] = range(at, at + 1 + len(r.draft))
                 at += 1 + len(r.draft)
         for i, r in zip(into, joined):

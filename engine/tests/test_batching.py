@@ -3,6 +3,7 @@ prompt) and the memory bounds (rows in flight, bytes of keys and values, the que
 
 import random
 import threading
+import time
 import unittest
 from unittest import mock
 
@@ -55,7 +56,7 @@ def start(fn, *args):
         except Exception as err:  # noqa: BLE001 - the test reads it
             out["error"] = err
 
-    thread = threading.Thread(target=run)
+    thread = threading.Thread(target=run, daemon=True)  # a request that never finishes fails its test, not the run
     thread.start()
     return thread, out
 
@@ -143,6 +144,79 @@ class ContinuousBatchingTest(unittest.TestCase):
         self.assertEqual(decoder.widths[0], len(a_prompt))
         self.assertEqual((decoder.widths[5], [rows for rows, _ in decoder.shapes[4:6]]), (len(b_prompt), [1, 2]))
         assert_same(self, b["rows"], solo, 1e-5)
+
+    def test_a_prompt_not_yet_fed_stays_in_the_batch_when_a_row_before_it_finishes(self):
+        """C's cold prompt joins at the batch's end in the iteration where A finishes: A's row becomes a
+        hole, and C, holding no positions until the next step feeds its prompt, stays in the batch
+        (emptied rows at the end leave it; C's is not emptied) and completes as it does alone."""
+        if attention.attention_kernel() is None:
+            self.skipTest("prompts ride decode steps only beside the fused attention kernel")
+        model = micro_model(seed=29)
+        a_prompt, b_prompt, c_prompt = [1] + list(range(40, 50)), [1] + list(range(50, 62)), [1, 90, 91, 92, 93]
+        a_params = SamplingParams(max_tokens=5, temperature=1.0, seed=1, ignore_eos=True)
+        b_params = SamplingParams(max_tokens=30, temperature=1.0, seed=2, ignore_eos=True)
+        c_params = SamplingParams(max_tokens=10, temperature=1.0, seed=3, ignore_eos=True)
+        decoder, gate = Recording(model, pause_at=5), ModelGate()  # the call whose logits give A's last id
+        sampler = Sampler(decoder, TOKENIZER, gate)
+        try:
+            with gate.exclusive():
+                (thread_a, _), (thread_b, _) = start(sampler.generate, [a_prompt], a_params), start(
+                    sampler.generate, [b_prompt], b_params
+                )
+                wait_for(lambda: len(sampler._pending) == 2)
+            decoder.reached.wait(60)
+            thread_c, c = start(sampler.generate, [c_prompt], c_params)
+            wait_for(lambda: len(sampler._pending) == 1)
+            decoder.release.set()
+            thread_c.join(60)
+            self.assertFalse(thread_c.is_alive(), "C's row left the batch before its prompt was fed")
+        finally:
+            sampler.close()
+            for thread in (thread_a, thread_b, thread_c):
+                thread.join(60)
+        alone = Sampler(CachedDecoder(model, "fp32"), TOKENIZER, ModelGate())
+        try:
+            assert_same(self, c["rows"], alone.generate([c_prompt], c_params), 1e-5)
+        finally:
+            alone.close()
+
+    def test_requests_coming_and_going_at_random_all_finish_as_they_do_alone(self):
+        """Forty requests started at random moments (cold prompts, next turns of earlier ones that hit
+        the prefix cache, n = 2), of 1 to 24 new ids, under a budget of 24 prompt ids a step: rows join
+        holes and the batch's end, wait for their step, finish beside rows not yet fed; every request
+        completes, each with the ids it samples alone."""
+        model = micro_model(seed=31)
+        draw = random.Random(7)
+        done: list[tuple[list[int], SamplingParams, int, dict]] = []
+        sampler = Sampler(Recording(model), TOKENIZER, ModelGate(), step_prompt_ids=24, prefix_cache_bytes=1 << 24)
+        threads = []
+        try:
+            for i in range(40):
+                finished = [d for d in done if "rows" in d[3]]
+                if finished and draw.random() < 0.3:  # a next turn: an earlier prompt, its ids, a few more
+                    prompt, _, _, out = draw.choice(finished)
+                    prompt = prompt + out["rows"][0].ids + [draw.randrange(3, 200) for _ in range(3)]
+                else:
+                    prompt = [1] + [draw.randrange(3, 200) for _ in range(draw.randrange(2, 40))]
+                params = SamplingParams(max_tokens=draw.randrange(1, 25), temperature=1.0, seed=i, ignore_eos=True)
+                n = 2 if draw.random() < 0.15 else 1
+                thread, out = start(sampler.generate, [prompt], params, n)
+                threads.append(thread)
+                done.append((prompt, params, n, out))
+                threading.Event().wait(draw.random() * 0.004)
+            deadline = time.monotonic() + 60
+            for thread in threads:
+                thread.join(max(0.0, deadline - time.monotonic()))
+            self.assertFalse(any(t.is_alive() for t in threads), "a request never finished")
+        finally:
+            sampler.close()
+        self.assertEqual([d[3].get("error") for d in done], [None] * 40)
+        alone = Sampler(CachedDecoder(model, "fp32"), TOKENIZER, ModelGate())
+        try:
+            for prompt, params, n, out in done:
+                assert_same(self, out["rows"], alone.generate([prompt], params, n), 1e-5)
+        finally:
+            alone.close()
 
     def test_prompts_past_a_steps_budget_ride_a_later_step(self):
         """Three cold prompts of 6, 7 and 12 ids start together under a budget of 13 prompt ids a step:
