@@ -66,8 +66,8 @@ from .tokenizer import PAD_ID
 T = TypeVar("T")
 
 # Prompt ids one decode step feeds at most (`Sampler._next_inputs`; a longer prompt rides a step alone):
-# their scratch in the native step (~15 KB an id for `tiny`) and the wait of the rows decoding beside
-# them (~35 us an id for `tiny` on one Zen 5 core) stay bounded.
+# their scratch in the native step (~15 KB an id for `tiny`, ~34 for `small`) and the wait of the rows
+# decoding beside them (~35 us an id for `tiny` on one Zen 5 core) stay bounded.
 STEP_PROMPT_IDS = 2048
 
 
