@@ -61,6 +61,19 @@ def start(fn, *args):
     return thread, out
 
 
+def join_mid_decode(sampler, decoder, running, joining):
+    """Starts the request `running` (`generate`'s arguments), waits for the decoder's paused step,
+    queues `joining` and releases the step; returns both requests' outputs once both are done."""
+    thread_a, a = start(sampler.generate, *running)
+    decoder.reached.wait(60)
+    thread_b, b = start(sampler.generate, *joining)
+    wait_for(lambda: len(sampler._pending) == 1)
+    decoder.release.set()
+    thread_b.join()
+    thread_a.join()
+    return a, b
+
+
 def assert_same(test, rows, solo, delta):
     for a, b in zip(rows, solo):
         test.assertEqual(a.ids, b.ids)
@@ -89,13 +102,7 @@ class ContinuousBatchingTest(unittest.TestCase):
                 decoder = Recording(model, pause_at=10)
                 sampler = Sampler(decoder, TOKENIZER, ModelGate())
                 try:
-                    thread_a, a = start(sampler.generate, [long_prompt], a_params)
-                    decoder.reached.wait(60)
-                    thread_b, b = start(sampler.generate, [short_prompt], b_params, 2)
-                    wait_for(lambda: len(sampler._pending) == 1)
-                    decoder.release.set()
-                    thread_b.join()
-                    thread_a.join()
+                    a, b = join_mid_decode(sampler, decoder, ([long_prompt], a_params), ([short_prompt], b_params, 2))
                 finally:
                     sampler.close()
                 self.assertEqual(sampler.joins, 1)
@@ -131,13 +138,7 @@ class ContinuousBatchingTest(unittest.TestCase):
         sampler = Sampler(decoder, TOKENIZER, ModelGate())
         try:
             with mock.patch.object(decoder, "prefill", wraps=decoder.prefill) as prefills:
-                thread_a, _ = start(sampler.generate, [a_prompt], a_params)
-                decoder.reached.wait(60)
-                thread_b, b = start(sampler.generate, [b_prompt], b_params)
-                wait_for(lambda: len(sampler._pending) == 1)
-                decoder.release.set()
-                thread_b.join()
-                thread_a.join()
+                _, b = join_mid_decode(sampler, decoder, ([a_prompt], a_params), ([b_prompt], b_params))
         finally:
             sampler.close()
         self.assertEqual((prefills.call_count, sampler.joins, sampler.stepped_prefills), (0, 1, 2))
