@@ -836,8 +836,8 @@ class Sampler:
             for r, prompted in zip(rows, prompting):
                 if prompted:  # its logits now those of a prefill's last id (`fed` 0: nothing to take back)
                     r.pending, r.fed = [], 0
-            # Rows whose whole prompt this step computed (cold ones held nothing when they joined) may now
-            # take the batch's shared prefix, or make it.
+            # Rows whose whole prompt this step computed (cold ones held nothing when they joined, `_share`)
+            # may now take the batch's shared prefix, or make it.
             if any(prompting):
                 placed = [i for i, p in enumerate(prompting) if p and rows[i].shared == 0]
                 shared = self._share(rows, cache, placed, shared)
@@ -895,9 +895,13 @@ class Sampler:
         """The batch's shared prefix (`SharedPrefix`), made from the rows that just joined at `joined` if
         it has none yet (the longest prefix of their distinct prompts, at least two of them: an agent's
         system prompt), and the part of it each of them takes (`SharedPrefix.adopt`, `Row.shared`); None
-        where steps do not attend rows alone. Once a row, when it joins: its positions there never change."""
+        where steps do not attend rows alone. Once a row: when it joins holding positions (a prefill, an
+        extend, a prefix-cache hit), else after the step that computed its prompt (`_session`); its
+        positions there never change."""
         if not isinstance(cache, KVCache) or not self.decoder.attends_rows_alone(cache):
             return None
+        held = cache.lens.tolist()
+        joined = [i for i in joined if held[i] > 0]  # a cold prompt's row holds nothing before its step
         if shared is None:
             # Distinct prompts in joining order: the first is row joined[0]'s.
             prompts = list({tuple(rows[i].prompt): rows[i].prompt for i in joined}.values())
