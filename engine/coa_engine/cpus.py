@@ -4,7 +4,8 @@ A container limited by a quota (`docker --cpus=2`, a Kubernetes CPU limit) still
 host in its affinity mask. Threads sized to the mask then outnumber the CPU time the quota grants, and
 a parallel step waits at each barrier for the threads the kernel has throttled. The quota is read from
 cgroup v2's `cpu.max` or v1's `cpu.cfs_quota_us` / `cpu.cfs_period_us`, the smallest along the
-process's cgroup and its ancestors (a container's own cgroup is often the root of the view it mounts).
+process's cgroup and its ancestors (a container's own cgroup is often the root of the view it mounts),
+in the cgroup filesystems that `/proc/self/mountinfo` lists (else where they are usually mounted).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import re
 from pathlib import Path
 
 
@@ -35,14 +37,51 @@ def _quota_here(directory: Path) -> float | None:
         return None
 
 
-def _hierarchies(proc_cgroup: str, root: Path) -> list[tuple[Path, str]]:
-    """(mount, path) of the hierarchies that may hold the CPU controller: v2's, and v1's `cpu` one."""
+def _unescape(field: str) -> str:
+    """A mountinfo field as written: the kernel escapes space, tab, newline and backslash as octal."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def _cgroup_mounts(mountinfo: str) -> list[tuple[str, Path, str]]:
+    """(kind, mount point, the cgroup mounted there) of each cgroup filesystem in `mountinfo`: "v2", or
+    "v1" for a hierarchy with the CPU controller."""
+    mounts = []
+    for line in (_read(Path(mountinfo)) or "").splitlines():
+        # "id parent major:minor root mount-point options [optional fields] - type source super-options"
+        left, separator, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if not separator or len(fields) < 5 or not tail:
+            continue
+        point, mounted = Path(_unescape(fields[4])), _unescape(fields[3])
+        if tail[0] == "cgroup2":
+            mounts.append(("v2", point, mounted))
+        elif tail[0] == "cgroup" and len(tail) > 2 and "cpu" in tail[2].split(","):
+            mounts.append(("v1", point, mounted))
+    return mounts
+
+
+def _below(path: str, mounted: str) -> str:
+    """The process's cgroup `path` within a mount of the cgroup `mounted` (a container's mount of its
+    own cgroup holds that cgroup's files at its top); as it is where it is not below it."""
+    if mounted != "/" and (path == mounted or path.startswith(mounted + "/")):
+        return path[len(mounted) :] or "/"
+    return path
+
+
+def _hierarchies(proc_cgroup: str, root: Path, mountinfo: str) -> list[tuple[Path, str]]:
+    """(mount, path) of the hierarchies that may hold the CPU controller: v2's, and v1's `cpu` one,
+    where mountinfo mounts them, else where they usually are under `root`."""
+    mounts = _cgroup_mounts(mountinfo)
     found = []
     for line in (_read(Path(proc_cgroup)) or "").splitlines():
         number, controllers, path = (line.split(":", 2) + ["", ""])[:3]
-        if number == "0" and controllers == "":
+        kind = "v2" if number == "0" and controllers == "" else "v1" if "cpu" in controllers.split(",") else None
+        listed = [(point, _below(path, mounted)) for k, point, mounted in mounts if k == kind]
+        if listed:
+            found += listed
+        elif kind == "v2":
             found.append((root / "unified" if (root / "unified").is_dir() else root, path))
-        elif "cpu" in controllers.split(","):
+        elif kind == "v1":
             for name in (controllers, "cpu,cpuacct", "cpu"):
                 if (root / name).is_dir():
                     found.append((root / name, path))
@@ -50,11 +89,15 @@ def _hierarchies(proc_cgroup: str, root: Path) -> list[tuple[Path, str]]:
     return found
 
 
-def cpu_quota(proc_cgroup: str = "/proc/self/cgroup", root: Path = Path("/sys/fs/cgroup")) -> float | None:
+def cpu_quota(
+    proc_cgroup: str = "/proc/self/cgroup",
+    root: Path = Path("/sys/fs/cgroup"),
+    mountinfo: str = "/proc/self/mountinfo",
+) -> float | None:
     """CPUs' worth of time (quota / period) the cgroups of this process allow, the smallest of any
     quota along its path, or None without one (or without cgroups, outside Linux)."""
     quotas = []
-    for mount, path in _hierarchies(proc_cgroup, root):
+    for mount, path in _hierarchies(proc_cgroup, root, mountinfo):
         directory = mount / path.lstrip("/")
         # Up to the mount; a container whose view starts at its own cgroup has none of the path's
         # directories, only the mount itself.

@@ -13,16 +13,19 @@ ENGINE_DIR = Path(__file__).resolve().parents[1]
 
 
 class CpuQuotaTest(unittest.TestCase):
-    def quota(self, proc_cgroup: str, files: dict[str, str]) -> float | None:
-        """The quota read from a /proc/self/cgroup of these lines and a cgroup mount holding these files."""
+    def quota(self, proc_cgroup: str, files: dict[str, str], mountinfo: str = "") -> float | None:
+        """The quota read from a /proc/self/cgroup of these lines and a cgroup mount holding these files,
+        with a /proc/self/mountinfo of these lines ("{top}" standing for the folder they are in; none:
+        the usual places)."""
         with tempfile.TemporaryDirectory() as top:
             (Path(top) / "proc_cgroup").write_text(proc_cgroup)
+            (Path(top) / "mountinfo").write_text(mountinfo.replace("{top}", top.replace(" ", "\\040")))
             root = Path(top) / "cg"
             root.mkdir()
             for name, text in files.items():
                 (root / name).parent.mkdir(parents=True, exist_ok=True)
                 (root / name).write_text(text)
-            return cpu_quota(str(Path(top) / "proc_cgroup"), root)
+            return cpu_quota(str(Path(top) / "proc_cgroup"), root, str(Path(top) / "mountinfo"))
 
     def test_a_container_whose_view_starts_at_its_own_cgroup(self):
         # cgroup v2 with its own namespace (docker's default): "0::/" and cpu.max at the mount.
@@ -44,6 +47,22 @@ class CpuQuotaTest(unittest.TestCase):
         # A file above the mount (outside cgroupfs in life) is not a cgroup's.
         self.assertIsNone(self.quota("0::/\n", {"../cpu.max": "100000 100000"}))
         self.assertEqual(self.quota("0::/a\n", {"../cpu.max": "100000 100000", "cpu.max": "300000 100000"}), 3.0)
+
+    def test_the_mounts_that_mountinfo_lists(self):
+        # A v1 cpu hierarchy mounted where nothing looks (a space in its path, escaped as the kernel does).
+        v1 = {"../else where/cpu/app/cpu.cfs_quota_us": "150000", "../else where/cpu/app/cpu.cfs_period_us": "100000"}
+        mounted = "31 30 0:28 / {top}/else\\040where/cpu rw,relatime shared:9 - cgroup cgroup rw,cpu,cpuacct\n"
+        self.assertIsNone(self.quota("4:cpu,cpuacct:/app\n", v1))
+        self.assertEqual(self.quota("4:cpu,cpuacct:/app\n", v1, mounted), 1.5)
+        # A container's mount of its own cgroup: the cgroup's files at the mount's top, its children
+        # below it by their names past that cgroup's path.
+        v2 = {"c1/cpu.max": "50000 100000", "cpu.max": "400000 100000"}
+        own = "40 30 0:40 /kubepods/pod1 {top}/cg rw,nosuid - cgroup2 cgroup2 rw\n"
+        self.assertEqual(self.quota("0::/kubepods/pod1/c1\n", v2), 4.0)  # the walk finds only the top's
+        self.assertEqual(self.quota("0::/kubepods/pod1/c1\n", v2, own), 0.5)
+        # Lines that are not cgroup mounts, or not whole, change nothing.
+        noise = "22 1 8:1 / / rw - ext4 /dev/sda1 rw\nbroken line\n41 30 0:41 / {top}/x rw - cgroup cgroup rw,memory\n"
+        self.assertEqual(self.quota("0::/\n", {"cpu.max": "200000 100000"}, noise), 2.0)
 
     def test_no_quota_or_nothing_readable_is_none(self):
         self.assertIsNone(self.quota("0::/\n", {"cpu.max": "max 100000\n"}))

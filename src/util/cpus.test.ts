@@ -9,8 +9,9 @@ afterEach(() => {
   for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-/** The quota read from a /proc/self/cgroup of these lines and a cgroup mount holding these files. */
-function quota(procCgroup: string, files: Record<string, string>): number | undefined {
+/** The quota read from a /proc/self/cgroup of these lines and a cgroup mount holding these files, with a
+ * /proc/self/mountinfo of these lines ("{top}" standing for the folder they are in; none: the usual places). */
+function quota(procCgroup: string, files: Record<string, string>, mountinfo = ""): number | undefined {
   const top = mkdtempSync(path.join(tmpdir(), "coa-cpus-"));
   made.push(top);
   const root = path.join(top, "cg");
@@ -20,7 +21,8 @@ function quota(procCgroup: string, files: Record<string, string>): number | unde
     writeFileSync(path.join(root, name), text);
   }
   writeFileSync(path.join(top, "proc_cgroup"), procCgroup);
-  return cpuQuota(path.join(top, "proc_cgroup"), root);
+  writeFileSync(path.join(top, "mountinfo"), mountinfo.replaceAll("{top}", top.replaceAll(" ", "\\040")));
+  return cpuQuota(path.join(top, "proc_cgroup"), root, path.join(top, "mountinfo"));
 }
 
 describe("cpuQuota", () => {
@@ -47,6 +49,28 @@ describe("cpuQuota", () => {
     // A file above the mount (outside cgroupfs in life) is not a cgroup's.
     expect(quota("0::/\n", { "../cpu.max": "100000 100000" })).toBeUndefined();
     expect(quota("0::/a\n", { "../cpu.max": "100000 100000", "cpu.max": "300000 100000" })).toBe(3);
+  });
+
+  it("reads the mounts that mountinfo lists", () => {
+    // A v1 cpu hierarchy mounted where nothing looks (a space in its path, escaped as the kernel does).
+    const v1 = {
+      "../else where/cpu/app/cpu.cfs_quota_us": "150000",
+      "../else where/cpu/app/cpu.cfs_period_us": "100000",
+    };
+    const mounted =
+      "31 30 0:28 / {top}/else\\040where/cpu rw,relatime shared:9 - cgroup cgroup rw,cpu,cpuacct\n";
+    expect(quota("4:cpu,cpuacct:/app\n", v1)).toBeUndefined();
+    expect(quota("4:cpu,cpuacct:/app\n", v1, mounted)).toBe(1.5);
+    // A container's mount of its own cgroup: the cgroup's files at the mount's top, its children below
+    // it by their names past that cgroup's path.
+    const v2 = { "c1/cpu.max": "50000 100000", "cpu.max": "400000 100000" };
+    const own = "40 30 0:40 /kubepods/pod1 {top}/cg rw,nosuid - cgroup2 cgroup2 rw\n";
+    expect(quota("0::/kubepods/pod1/c1\n", v2)).toBe(4); // the walk finds only the top's
+    expect(quota("0::/kubepods/pod1/c1\n", v2, own)).toBe(0.5);
+    // Lines that are not cgroup mounts, or not whole, change nothing.
+    const noise =
+      "22 1 8:1 / / rw - ext4 /dev/sda1 rw\nbroken line\n41 30 0:41 / {top}/x rw - cgroup cgroup rw,memory\n";
+    expect(quota("0::/\n", { "cpu.max": "200000 100000" }, noise)).toBe(2);
   });
 
   it("is undefined without a quota or anything readable", () => {

@@ -3,7 +3,8 @@
 // still sees every core of its host; sandboxed programs started one per core there would share the
 // quota and run into their wall-clock limits. The engine reads the quota the same way, in Python
 // (engine/coa_engine/cpus.py): cgroup v2's cpu.max or v1's cpu.cfs_quota_us / cpu.cfs_period_us, the
-// smallest along the process's cgroup and its ancestors up to the mount.
+// smallest along the process's cgroup and its ancestors up to the mount, in the cgroup filesystems that
+// /proc/self/mountinfo lists (else where they are usually mounted).
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import path from "node:path";
@@ -29,8 +30,47 @@ function quotaAt(dir: string): number | undefined {
 
 const isDir = (dir: string) => existsSync(dir) && statSync(dir).isDirectory();
 
-/** (mount, path) of the hierarchies that may hold the CPU controller: v2's, and v1's `cpu` one. */
-function hierarchies(procCgroup: string, root: string): [string, string][] {
+/** A mountinfo field as written: the kernel escapes space, tab, newline and backslash as octal. */
+const unescapeField = (field: string) =>
+  field.replace(/\\([0-7]{3})/g, (_, octal) => String.fromCharCode(Number.parseInt(octal, 8)));
+
+type CgroupKind = "v2" | "v1";
+
+/** [kind, mount point, the cgroup mounted there] of each cgroup filesystem in `mountinfo`: "v2", or "v1"
+ * for a hierarchy with the CPU controller. */
+function cgroupMounts(mountinfo: string): [CgroupKind, string, string][] {
+  const mounts: [CgroupKind, string, string][] = [];
+  for (const line of (read(mountinfo) ?? "").split("\n")) {
+    // "id parent major:minor root mount-point options [optional fields] - type source super-options"
+    const at = line.indexOf(" - ");
+    if (at < 0) continue;
+    const fields = line.slice(0, at).split(" ").filter(Boolean);
+    const tail = line
+      .slice(at + 3)
+      .split(" ")
+      .filter(Boolean);
+    if (fields.length < 5 || !tail.length) continue;
+    const [point, mounted] = [unescapeField(fields[4] as string), unescapeField(fields[3] as string)];
+    if (tail[0] === "cgroup2") mounts.push(["v2", point, mounted]);
+    else if (tail[0] === "cgroup" && (tail[2] ?? "").split(",").includes("cpu"))
+      mounts.push(["v1", point, mounted]);
+  }
+  return mounts;
+}
+
+/** The process's cgroup `cgroupPath` within a mount of the cgroup `mounted` (a container's mount of its
+ * own cgroup holds that cgroup's files at its top); as it is where it is not below it. */
+function below(cgroupPath: string, mounted: string): string {
+  if (mounted !== "/" && (cgroupPath === mounted || cgroupPath.startsWith(`${mounted}/`))) {
+    return cgroupPath.slice(mounted.length) || "/";
+  }
+  return cgroupPath;
+}
+
+/** (mount, path) of the hierarchies that may hold the CPU controller: v2's, and v1's `cpu` one, where
+ * mountinfo mounts them, else where they usually are under `root`. */
+function hierarchies(procCgroup: string, root: string, mountinfo: string): [string, string][] {
+  const mounts = cgroupMounts(mountinfo);
   const found: [string, string][] = [];
   for (const line of (read(procCgroup) ?? "").split("\n")) {
     // "hierarchy-id:controllers:path"; the path may hold colons itself.
@@ -42,10 +82,15 @@ function hierarchies(procCgroup: string, root: string): [string, string][] {
       line.slice(first + 1, second),
       line.slice(second + 1),
     ];
-    if (number === "0" && controllers === "") {
+    const kind =
+      number === "0" && controllers === "" ? "v2" : controllers.split(",").includes("cpu") ? "v1" : undefined;
+    const listed = mounts.filter(([k]) => k === kind);
+    if (listed.length) {
+      for (const [, point, mounted] of listed) found.push([point, below(cgroupPath, mounted)]);
+    } else if (kind === "v2") {
       const unified = path.join(root, "unified");
       found.push([isDir(unified) ? unified : root, cgroupPath]);
-    } else if (controllers.split(",").includes("cpu")) {
+    } else if (kind === "v1") {
       const mount = [controllers, "cpu,cpuacct", "cpu"].map((name) => path.join(root, name)).find(isDir);
       if (mount) found.push([mount, cgroupPath]);
     }
@@ -57,9 +102,13 @@ function hierarchies(procCgroup: string, root: string): [string, string][] {
  * CPUs' worth of time (quota / period) the cgroups of this process allow: the smallest quota along its
  * path, or undefined without one (or without cgroups).
  */
-export function cpuQuota(procCgroup = "/proc/self/cgroup", root = "/sys/fs/cgroup"): number | undefined {
+export function cpuQuota(
+  procCgroup = "/proc/self/cgroup",
+  root = "/sys/fs/cgroup",
+  mountinfo = "/proc/self/mountinfo",
+): number | undefined {
   const quotas: number[] = [];
-  for (const [mount, cgroupPath] of hierarchies(procCgroup, root)) {
+  for (const [mount, cgroupPath] of hierarchies(procCgroup, root, mountinfo)) {
     // Up to the mount: a container whose view starts at its own cgroup has none of the path's
     // directories, only the mount itself.
     // (resolve, not join: "/" would leave a trailing slash that never equals the mount)
