@@ -143,7 +143,8 @@ class SamplerTest(unittest.TestCase):
         try:
             before = sampler.generate([[1, 70, 71, 72]], params, n=2)[0].ids
             g = torch.Generator().manual_seed(1)
-            with torch.no_grad():
+            # As training and loads do: on the gate, once the first session has ended.
+            with sampler.gate.exclusive(), torch.no_grad():
                 for weight in model.parameters():
                     weight.add_(torch.randn(weight.shape, generator=g))
             after = sampler.generate([[1, 70, 71, 72]], params)[0].ids
