@@ -13,6 +13,7 @@ import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { ARTIFACTS, readArtifact } from "../src/cli/artifacts.js";
 import { EVAL_TRAJECTORIES_FILE } from "../src/eval/index.js";
+import { WARM_SANDBOX_MARK } from "../src/tools/index.js";
 import { pct } from "../src/util/index.js";
 import { runCoa } from "./coa-process.js";
 import { type CpuByKind, watchCpu } from "./process-cpu.js";
@@ -21,11 +22,12 @@ import { type CpuByKind, watchCpu } from "./process-cpu.js";
 const FIRST_SECONDS = 52;
 const TARGET_FACTOR = 5;
 
-/** The processes of an evaluation: coa itself, the engine, the sandboxes' launcher, and the rest (the
- * probes coa runs for itself). */
+/** The processes of an evaluation: coa itself, the engine, the sandboxes' launcher, the warm sandboxes'
+ * resident interpreters, and the rest (the probes coa runs for itself). */
 function kindOf(cmdline: string): string {
   if (cmdline.includes("coa_engine")) return "engine";
   if (cmdline.includes("launcher.py")) return "launcher";
+  if (cmdline.includes(WARM_SANDBOX_MARK)) return "warm";
   if (cmdline.includes("src/cli/main.ts")) return "coa";
   return "other";
 }
@@ -38,10 +40,11 @@ function cpuLine({ kinds, machine }: CpuByKind, wallS: number): string {
   const rest =
     machine === null
       ? ""
-      : `, the rest of the machine (the sandboxes, mostly) ${(machine - read).toFixed(1)}`;
+      : `, the rest of the machine (the sandboxes' programs, mostly) ${(machine - read).toFixed(1)}`;
   const all = machine ?? read;
   return (
-    `CPU s: coa ${of("coa")}, engine ${of("engine")}, the sandboxes' launcher ${of("launcher")}, this bench ${of("watcher")}${rest}: ` +
+    `CPU s: coa ${of("coa")}, engine ${of("engine")}, the sandboxes' launcher ${of("launcher")}, ` +
+    `the warm sandboxes' interpreters ${of("warm")}, this bench ${of("watcher")}${rest}: ` +
     `${all.toFixed(1)} in all, ${(all / wallS).toFixed(2)} of ${cpus().length} cores`
   );
 }

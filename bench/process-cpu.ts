@@ -36,7 +36,7 @@ async function cpuOf(pid: number, hz: number): Promise<number | null> {
 }
 
 /** Seconds every CPU has been busy since boot (all but idle and iowait; null without /proc). */
-async function machineBusy(hz: number): Promise<number | null> {
+export async function machineBusy(hz = clockTicks()): Promise<number | null> {
   try {
     const total = (await readFile("/proc/stat", "utf8")).split("\n")[0].split(/\s+/).slice(1, 9).map(Number);
     return (total.reduce((a, b) => a + b, 0) - total[3] - total[4]) / hz;

@@ -1,7 +1,8 @@
 // Tools: BM25 index build/open/query over generated corpora (100,000 documents; with
 // COA_BENCH_INDEX_SIZES=1000000,2000000,4000000 also those sizes, and a projection to 21M), in each
 // BM25 mode of COA_BENCH_BM25 (default "coa,pyserini"), and the code sandbox's start-to-exit latency
-// and how long 32 sandboxes starting at once pause the event loop.
+// and CPU (a fresh sandbox per run, and a warm one) and how long 32 sandboxes starting at once pause
+// the event loop.
 // Corpora are synthetic and deterministic (seeded), in a temp dir.
 
 import { execFileSync } from "node:child_process";
@@ -11,7 +12,8 @@ import { createWriteStream } from "node:fs";
 import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Bm25Mode, CorpusIndex, defaultIndexDir, runPython } from "../src/tools/index.js";
+import { Bm25Mode, CorpusIndex, defaultIndexDir, probeSandbox, runPython } from "../src/tools/index.js";
+import { machineBusy } from "./process-cpu.js";
 
 const DEFAULT_DOCS = 100_000;
 const VOCABULARY = 40_000;
@@ -223,18 +225,32 @@ function printProjection(runs: IndexRun[]): void {
 }
 
 async function benchSandbox(): Promise<void> {
-  const runs = 10;
-  const times: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    const [r, elapsed] = await time(() => runPython({ code: "print(1)" }));
-    if (r.exitCode !== 0 || r.stdout !== "1\n") {
-      console.log(`sandbox print(1) failed: exit ${r.exitCode}, ${r.stderr.trim()}`);
-      return;
+  const runs = 20;
+  // A fresh sandbox per run, then warm ones (the default where runs are kept to one process).
+  for (const warm of [false, true]) {
+    const options = { warm };
+    await runPython({ code: "pass", options }); // the probe, and a warm sandbox started
+    const times: number[] = [];
+    const busyBefore = await machineBusy();
+    for (let i = 0; i < runs; i++) {
+      const [r, elapsed] = await time(() => runPython({ code: "print(1)", options }));
+      if (r.exitCode !== 0 || r.stdout !== "1\n") {
+        console.log(`sandbox print(1) failed: exit ${r.exitCode}, ${r.stderr.trim()}`);
+        return;
+      }
+      times.push(elapsed);
     }
-    times.push(elapsed);
+    const busyAfter = await machineBusy();
+    const cpu =
+      busyBefore === null || busyAfter === null
+        ? ""
+        : `, the machine's CPU ${ms(((busyAfter - busyBefore) * 1000) / runs)} a run`;
+    times.sort((a, b) => a - b);
+    const kind = warm && (await probeSandbox(options)).warm ? "warm" : "fresh";
+    console.log(
+      `sandbox print(1) start-to-exit, ${kind}: median ${ms(percentile(times, 50))} over ${runs} runs${cpu}`,
+    );
   }
-  times.sort((a, b) => a - b);
-  console.log(`sandbox print(1) start-to-exit: median ${ms(percentile(times, 50))} over ${runs} runs`);
   // An agent runtime starts sandboxes while it serves other episodes: how long its event loop stands
   // still meanwhile (the launcher starts them, so this no longer grows with coa's memory).
   let stall = 0;

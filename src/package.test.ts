@@ -76,6 +76,7 @@ describe.skipIf(process.env.COA_TEST_PACKAGE !== "1")("the packed tarball, insta
       "dist/lib.d.ts",
       "dist/cli/main.js",
       "dist/tools/launcher.py",
+      "dist/tools/zygote.py",
       "engine/coa_engine/__main__.py",
       "engine/coa_engine/specials.json",
       "models/base/checkpoint.json",

@@ -21,6 +21,7 @@ export {
   SandboxLimits,
   SandboxOptions,
   SandboxUnavailableError,
+  WARM_SANDBOX_MARK,
 } from "./sandbox.js";
 export { formatHits, type SearchHit } from "./search-results.js";
 export { createSearchTool, type SearchArgs } from "./search-tool.js";

@@ -10,6 +10,13 @@ Protocol, one JSON object per line each way:
       "outputBytes": n, "wallMs": n}
      starts argv[0] (looked up in PATH) in a new session with `env`, the child's descriptor k (0 for stdin)
      reading inputs[k] and then its end; stdout and stderr are collected.
+  -> {"id": 1, "sandbox": {"argv": [...], "env": {...}, "inputs": {"4": b64}, "idle": n, "run": {...}},
+      "inputs": {"0": b64, "3": b64}, "outputBytes": n, "wallMs": n}
+     runs the program in a warm sandbox (zygote.py) started with `sandbox`'s argv, env and inputs, or in
+     an idle one started alike: the run's descriptors go to the sandbox's resident interpreter with
+     `run`, which forks the program. After a run the sandbox waits for the next (at most `idle` wait);
+     stopping a run ends its sandbox. {"id": 1, "error": ..., "code": "EWARM"} when the sandbox ended
+     before it could take the run (the program did not run).
   -> {"id": 1, "kill": true}          ends the run's process group (the caller aborted).
   <- {"id": 1, "stdout": b64, "stderr": b64, "truncated": "stdout" | "stderr" | null,
       "killedBy": "wall_timeout" | "output_limit" | "aborted" | null,
@@ -27,6 +34,7 @@ import json
 import os
 import selectors
 import signal
+import socket
 import sys
 import time
 
@@ -34,6 +42,10 @@ CHUNK = 65536
 STANDARD_SIGNALS = [s for s in range(1, 32) if s not in (signal.SIGKILL, signal.SIGSTOP)]
 # Without pidfd_open (Linux < 5.3), exits are polled this often.
 POLL_SECONDS = 0.01
+# A warm sandbox's control socket, at this descriptor in its resident interpreter (zygote.py).
+CONTROL_FD = 5
+# Kept of what a warm sandbox printed (bwrap's or the interpreter's errors), for a run it fails.
+SANDBOX_LOG_BYTES = 65536
 
 
 def above_stdio(fd):
@@ -46,26 +58,20 @@ def above_stdio(fd):
 class Run:
     def __init__(self, launcher, request):
         self.launcher, self.id = launcher, request["id"]
+        self.request = request
         self.limit = request["outputBytes"]
         self.deadline = time.monotonic() + request["wallMs"] / 1000
         self.out = {"stdout": [], "stderr": []}
         self.kept, self.truncated, self.killed_by, self.status = 0, None, None, None
-        actions, child_ends = [], []
         self.readers, self.writers = {}, {}
-        for name, target in (("stdout", 1), ("stderr", 2)):
-            r, w = os.pipe()
-            w = above_stdio(w)
-            actions.append((os.POSIX_SPAWN_DUP2, w, target))
-            child_ends.append(w)
-            os.set_blocking(r, False)
-            self.readers[r] = name
-        for target, data in sorted((int(k), base64.b64decode(v)) for k, v in request["inputs"].items()):
-            r, w = os.pipe()
-            r = above_stdio(r)
-            actions.append((os.POSIX_SPAWN_DUP2, r, target))
-            child_ends.append(r)
-            os.set_blocking(w, False)
-            self.writers[w] = memoryview(data)
+        self.pid = self.pidfd = self.sandbox = None
+        self.dispatched = False
+        if "sandbox" in request:
+            self.sandbox = launcher.sandbox_for(request["sandbox"], self)
+            if self.sandbox.ready:
+                self.dispatch()
+            return
+        child_ends = self.open_pipes()
         try:
             # posix_spawn has no working-directory action (before Python 3.13): this process is
             # single-threaded, so it enters the directory itself around the call.
@@ -74,7 +80,7 @@ class Run:
                 request["argv"][0],
                 request["argv"],
                 request["env"],
-                file_actions=actions,
+                file_actions=[(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in child_ends],
                 setsid=True,
                 # Ignored signals survive exec, and Python ignores SIGPIPE and SIGXFSZ: a program would
                 # get EPIPE where it should die, and no signal at its file-size limit. As a fork from
@@ -83,28 +89,79 @@ class Run:
                 setsigmask=(),
             )
         except OSError:
-            for fd in [*child_ends, *self.readers, *self.writers]:
+            for fd in [*(fd for _, fd in child_ends), *self.readers, *self.writers]:
                 os.close(fd)
             raise
         finally:
             os.chdir("/")
-        for fd in child_ends:
+        for _, fd in child_ends:
             os.close(fd)
         try:
             self.pidfd = os.pidfd_open(self.pid)
         except (AttributeError, OSError):
             self.pidfd = None
-        sel = launcher.selector
+        self.watch()
+        if self.pidfd is not None:
+            self.launcher.selector.register(self.pidfd, selectors.EVENT_READ, (self, "exit"))
+
+    def open_pipes(self):
+        """The program's stdout, stderr and inputs as pipes: [(its descriptor, its end)], ours kept."""
+        child_ends = []
+        for name, target in (("stdout", 1), ("stderr", 2)):
+            r, w = os.pipe()
+            child_ends.append((target, above_stdio(w)))
+            os.set_blocking(r, False)
+            self.readers[r] = name
+        for target, data in sorted((int(k), base64.b64decode(v)) for k, v in self.request["inputs"].items()):
+            r, w = os.pipe()
+            child_ends.append((target, above_stdio(r)))
+            os.set_blocking(w, False)
+            self.writers[w] = memoryview(data)
+        return sorted(child_ends)
+
+    def watch(self):
+        sel = self.launcher.selector
         for fd in self.readers:
             sel.register(fd, selectors.EVENT_READ, (self, "read"))
         for fd in self.writers:
             sel.register(fd, selectors.EVENT_WRITE, (self, "write"))
-        if self.pidfd is not None:
-            sel.register(self.pidfd, selectors.EVENT_READ, (self, "exit"))
+
+    def dispatch(self):
+        """Hands the program's descriptors to its warm sandbox, which forks it."""
+        child_ends = self.open_pipes()
+        message = json.dumps(self.request["sandbox"]["run"]).encode()
+        try:
+            socket.send_fds(self.sandbox.control, [message], [fd for _, fd in child_ends])
+            self.dispatched = True
+        except OSError:  # the sandbox is ending: its end, read next, answers EWARM (nothing ran)
+            for fd in [*self.readers, *self.writers]:
+                os.close(fd)
+            self.readers, self.writers = {}, {}
+        for _, fd in child_ends:
+            os.close(fd)
+        self.watch()
+
+    def on_status(self, status):
+        self.status = status
+        self.finish_if_done()
+
+    def on_sandbox_gone(self, status, log):
+        """Its sandbox ended: stopped with this run, taken down by the program, or unable to start."""
+        if self.dispatched or self.killed_by is not None:
+            self.status = status
+            return self.finish_if_done()
+        del self.launcher.runs[self.id]
+        why = log.decode(errors="replace").strip() or f"wait status {status}"
+        self.launcher.reply({"id": self.id, "error": f"the warm sandbox ended before the run: {why}", "code": "EWARM"})
 
     def stop(self, why):
         if self.killed_by is None:
             self.killed_by = why
+        if self.sandbox is not None:
+            # Once the program's status came, its sandbox may serve another run already.
+            if self.sandbox.run is self:
+                self.sandbox.end()
+            return
         try:
             os.killpg(self.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -168,10 +225,109 @@ class Run:
         self.launcher.finish(self)
 
 
+class Sandbox:
+    """A warm sandbox: bwrap running zygote.py, which forks one program at a time."""
+
+    def __init__(self, launcher, key, spec):
+        self.launcher, self.key = launcher, key
+        self.ready, self.ending, self.run, self.log = False, False, None, bytearray()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        log_r, log_w = os.pipe()
+        log_w = above_stdio(log_w)
+        child_ends = [(1, log_w), (2, log_w), (CONTROL_FD, above_stdio(theirs.detach()))]
+        for target, data in ((int(k), base64.b64decode(v)) for k, v in spec["inputs"].items()):
+            r, w = os.pipe()
+            os.write(w, data)  # a seccomp program: far below a pipe's capacity
+            os.close(w)
+            child_ends.append((target, above_stdio(r)))
+        null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        child_ends.append((0, null))
+        try:
+            self.pid = os.posix_spawnp(
+                spec["argv"][0],
+                spec["argv"],
+                spec["env"],
+                file_actions=[(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in child_ends],
+                setsid=True,
+                setsigdef=STANDARD_SIGNALS,
+                setsigmask=(),
+            )
+        except OSError:
+            ours.close()
+            os.close(log_r)
+            raise
+        finally:
+            for fd in {fd for _, fd in child_ends}:
+                os.close(fd)
+        self.control = ours
+        self.log_fd = log_r
+        os.set_blocking(log_r, False)
+        launcher.selector.register(ours, selectors.EVENT_READ, (self, "control"))
+        launcher.selector.register(log_r, selectors.EVENT_READ, (self, "log"))
+
+    def on_control(self):
+        try:
+            message = self.control.recv(1 << 16)
+        except OSError:
+            message = b""
+        if not message:
+            return self.gone()
+        reply = json.loads(message)
+        if reply.get("ready"):
+            self.ready = True
+            if self.run is not None:
+                self.run.dispatch()
+            return
+        run, self.run = self.run, None
+        # Ended already (its run was stopped as the status came), or unable to be as it was: not reused.
+        if reply["retire"] or self.ending:
+            self.end()
+        else:
+            self.launcher.release(self)
+        run.on_status(reply["status"])
+
+    def on_log(self):
+        if self.log_fd is None:  # closed by an earlier event of the same wait
+            return
+        try:
+            data = os.read(self.log_fd, CHUNK)
+        except BlockingIOError:
+            return
+        if not data:
+            self.launcher.selector.unregister(self.log_fd)
+            os.close(self.log_fd)
+            self.log_fd = None
+        else:
+            self.log += data[: SANDBOX_LOG_BYTES - len(self.log)]
+
+    def end(self):
+        self.ending = True
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass  # already gone
+
+    def gone(self):
+        sel = self.launcher.selector
+        sel.unregister(self.control)
+        self.control.close()
+        if self.log_fd is not None:
+            self.on_log()  # what it printed last, if it is still unread
+            if self.log_fd is not None:
+                sel.unregister(self.log_fd)
+                os.close(self.log_fd)
+        self.end()
+        _, status = os.waitpid(self.pid, 0)
+        self.launcher.forget(self)
+        if self.run is not None:
+            self.run.on_sandbox_gone(status, bytes(self.log))
+
+
 class Launcher:
     def __init__(self):
         self.selector = selectors.DefaultSelector()
         self.runs = {}
+        self.idle = {}  # warm sandboxes waiting for a run, by how they were started
         self.pending = b""
         os.set_blocking(0, False)
         self.selector.register(0, selectors.EVENT_READ, (None, "requests"))
@@ -184,11 +340,34 @@ class Launcher:
         while view:
             view = view[self.replies.write(view) :]
 
+    def sandbox_for(self, spec, run):
+        """An idle warm sandbox started as `spec` asks, else a new one; it is `run`'s until the run ends."""
+        key = json.dumps({k: spec[k] for k in ("argv", "env", "inputs")}, sort_keys=True)
+        waiting = self.idle.get(key)
+        sandbox = waiting.pop() if waiting else Sandbox(self, key, spec)
+        sandbox.run, sandbox.idle_cap = run, spec["idle"]
+        return sandbox
+
+    def release(self, sandbox):
+        waiting = self.idle.setdefault(sandbox.key, [])
+        if len(waiting) < sandbox.idle_cap:
+            waiting.append(sandbox)
+        else:
+            sandbox.end()
+
+    def forget(self, sandbox):
+        waiting = self.idle.get(sandbox.key, [])
+        if sandbox in waiting:
+            waiting.remove(sandbox)
+
     def on_requests(self):
         data = os.read(0, CHUNK)
         if not data:
             for run in self.runs.values():
                 run.stop("aborted")
+            for waiting in self.idle.values():
+                for sandbox in waiting:
+                    sandbox.end()
             sys.exit(0)
         lines = (self.pending + data).split(b"\n")
         self.pending = lines.pop()
@@ -203,7 +382,8 @@ class Launcher:
                 self.runs[request["id"]] = Run(self, request)
             except OSError as err:
                 code = errno.errorcode.get(err.errno, "EIO")
-                self.reply({"id": request["id"], "error": f"spawn {request['argv'][0]} {code}", "code": code})
+                argv = request["sandbox"]["argv"] if "sandbox" in request else request["argv"]
+                self.reply({"id": request["id"], "error": f"spawn {argv[0]} {code}", "code": code})
 
     def finish(self, run):
         del self.runs[run.id]
@@ -227,12 +407,16 @@ class Launcher:
                 if run.killed_by is None and now >= run.deadline:
                     run.stop("wall_timeout")
             waiting = [r.deadline - now for r in self.runs.values() if r.killed_by is None]
-            polled = any(r.pidfd is None and r.status is None for r in self.runs.values())
+            polled = any(r.pid is not None and r.pidfd is None and r.status is None for r in self.runs.values())
             timeout = min([max(0.0, w) for w in waiting] + ([POLL_SECONDS] if polled else []), default=None)
             for key, _ in self.selector.select(timeout):
                 run, what = key.data
                 if what == "requests":
                     self.on_requests()
+                elif what == "control":
+                    run.on_control()
+                elif what == "log":
+                    run.on_log()
                 elif what == "read":
                     run.on_read(key.fd)
                 elif what == "write":
@@ -241,7 +425,7 @@ class Launcher:
                     run.on_exit()
             if polled:
                 for run in list(self.runs.values()):
-                    if run.pidfd is None:
+                    if run.pid is not None and run.pidfd is None:
                         run.on_exit()
 
 

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { type LaunchRequest, launch } from "./launcher.js";
+import { type LaunchRequest, launch, WARM_SANDBOX_FAILED, type WarmSandbox } from "./launcher.js";
 
 const python = ["/usr/bin/python3", "/usr/local/bin/python3"].find((p) => existsSync(p)) ?? "python3";
 const env = { PATH: "/usr/bin:/bin" };
@@ -130,5 +130,63 @@ describe("launch: programs started by the launcher process", () => {
     const { stdout } = await promisify(execFile)(process.execPath, [tsx, script], { timeout: 20_000 });
     expect(stdout).toBe("ok\n");
     await rm(dir, { recursive: true });
+  });
+
+  describe("warm sandboxes", () => {
+    // A stand-in for zygote.py: answers each run on its stdout descriptor with its own pid and the
+    // program's stdin, then reports an exit status of 3 (or sleeps, for the wall limit).
+    const resident = [
+      "import json, os, socket, sys, time",
+      "control = socket.socket(fileno=5)",
+      "print('started', flush=True)",
+      "control.send(b'{\"ready\": true}')",
+      "while True:",
+      "    message, fds, _, _ = socket.recv_fds(control, 65536, 4)",
+      "    if not message: sys.exit(0)",
+      "    if json.loads(message)['sleep']: time.sleep(30)",
+      "    stdin = os.read(fds[0], 100)",
+      "    os.write(fds[1], b'%d %s' % (os.getpid(), stdin))",
+      "    for fd in fds: os.close(fd)",
+      "    control.send(json.dumps({'status': 3 << 8, 'retire': False}).encode())",
+    ].join("\n");
+    const sandbox = (argv: string[], sleep = false): WarmSandbox => ({
+      argv,
+      env,
+      inputs: {},
+      idle: 2,
+      run: { sleep },
+    });
+    const warmRun = (box: WarmSandbox, more: Partial<LaunchRequest> = {}) =>
+      run([], { sandbox: box, inputs: { 0: "in", 3: "program" }, ...more });
+
+    it("run one after another in one sandbox, each with its own descriptors and status", async () => {
+      const box = sandbox([python, "-c", resident]);
+      const [a, b] = [await warmRun(box), await warmRun(box, { inputs: { 0: "again", 3: "" } })];
+      expect(a).toMatchObject({ exitCode: 3, signal: null, killedBy: null });
+      const [pidA, stdinA] = a.stdout.toString().split(" ");
+      const [pidB, stdinB] = b.stdout.toString().split(" ");
+      expect([stdinA, stdinB]).toEqual(["in", "again"]);
+      expect(pidB).toBe(pidA);
+    });
+
+    it("end a sandbox whose run was stopped, and start another for the next", async () => {
+      const slow = sandbox([python, "-c", resident], true);
+      const stopped = await warmRun(slow, { wallMs: 300 });
+      expect(stopped).toMatchObject({ killedBy: "wall_timeout", signal: constants.signals.SIGKILL });
+      const box = sandbox([python, "-c", resident]);
+      const first = (await warmRun(box)).stdout.toString().split(" ")[0];
+      // The same sandbox (runs differ only in what its resident does), held by a run that sleeps.
+      const aborted = await warmRun({ ...box, run: { sleep: true } }, { signal: AbortSignal.abort() });
+      expect(aborted.killedBy).toBe("aborted");
+      expect((await warmRun(box)).stdout.toString().split(" ")[0]).not.toBe(first);
+    });
+
+    it("reject a run whose sandbox ended before taking it, with what the sandbox printed", async () => {
+      const broken = sandbox(["sh", "-c", "echo no namespaces here >&2; exit 1"]);
+      await expect(warmRun(broken)).rejects.toMatchObject({
+        code: WARM_SANDBOX_FAILED,
+        message: expect.stringContaining("no namespaces here"),
+      });
+    });
   });
 });

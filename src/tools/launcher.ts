@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
  * starts each one with posix_spawn, which copies nothing.
  */
 export interface LaunchRequest {
-  /** argv[0] is looked up in PATH as execvp does. */
+  /** argv[0] is looked up in PATH as execvp does (unused with `sandbox`). */
   argv: string[];
   env: Record<string, string>;
   cwd?: string;
@@ -21,7 +21,25 @@ export interface LaunchRequest {
   /** The run's process group is killed this long after it started. */
   wallMs: number;
   signal?: AbortSignal;
+  /** Run in a warm sandbox (launcher.py, zygote.py) instead of starting `argv`. */
+  sandbox?: WarmSandbox;
 }
+
+/**
+ * A warm sandbox: started once with `argv`, `env` and `inputs` (as a run is), then kept for further
+ * runs asking for the same; its resident interpreter forks each program with `run` (its rlimits and
+ * seccomp filter), given the run's descriptors 0-3. At most `idle` of them wait between runs.
+ */
+export interface WarmSandbox {
+  argv: string[];
+  env: Record<string, string>;
+  inputs: Record<number, string | Buffer>;
+  idle: number;
+  run: object;
+}
+
+/** The warm sandbox ended before it took the run (bwrap or its interpreter failed): nothing ran. */
+export const WARM_SANDBOX_FAILED = "EWARM";
 
 export interface Launched {
   stdout: Buffer;
@@ -69,9 +87,10 @@ class Launcher {
 
   run(req: LaunchRequest): Promise<Reply> {
     const id = this.nextId++;
-    const inputs = Object.fromEntries(
-      Object.entries(req.inputs).map(([fd, data]) => [fd, Buffer.from(data).toString("base64")]),
-    );
+    const base64 = (inputs: LaunchRequest["inputs"]) =>
+      Object.fromEntries(
+        Object.entries(inputs).map(([fd, data]) => [fd, Buffer.from(data).toString("base64")]),
+      );
     const reply = new Promise<Reply>((resolve, reject) => this.waiting.set(id, { resolve, reject }));
     this.hold(true);
     this.send({
@@ -79,7 +98,8 @@ class Launcher {
       argv: req.argv,
       env: req.env,
       cwd: req.cwd ?? "/",
-      inputs,
+      inputs: base64(req.inputs),
+      ...(req.sandbox && { sandbox: { ...req.sandbox, inputs: base64(req.sandbox.inputs) } }),
       outputBytes: req.outputBytes,
       wallMs: req.wallMs,
     });
@@ -134,7 +154,10 @@ export async function launch(python: string, req: LaunchRequest): Promise<Launch
   }
   const reply = await launcher.run(req);
   if ("error" in reply) {
-    throw Object.assign(new Error(reply.error), { code: reply.code, syscall: `spawn ${req.argv[0]}` });
+    throw Object.assign(new Error(reply.error), {
+      code: reply.code,
+      syscall: `spawn ${(req.sandbox ?? req).argv[0]}`,
+    });
   }
   const { id: _, stdout, stderr, ...status } = reply;
   return { stdout: Buffer.from(stdout, "base64"), stderr: Buffer.from(stderr, "base64"), ...status };

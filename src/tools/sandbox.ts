@@ -1,12 +1,13 @@
 import { execFile } from "node:child_process";
-import { existsSync, lstatSync, readlinkSync } from "node:fs";
+import { existsSync, lstatSync, readFileSync, readlinkSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { constants as osConstants, tmpdir } from "node:os";
 import { isAbsolute, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import pc from "picocolors";
 import { z } from "zod";
-import { launch } from "./launcher.js";
+import { launch, WARM_SANDBOX_FAILED, type WarmSandbox } from "./launcher.js";
 
 /** Resource limits of one Python run. */
 export const SandboxLimits = z.object({
@@ -64,6 +65,13 @@ export const SandboxOptions = z.object({
    * COA_SANDBOX_CGROUP=0): per-process limits only.
    */
   cgroup: z.enum(["auto", "off"]).default(process.env.COA_SANDBOX_CGROUP === "0" ? "off" : "auto"),
+  /**
+   * Where a run is kept to one process (`"single-process"`), run it in a warm sandbox: one kept
+   * between runs whose resident interpreter forks each program (emptied and checked after every run),
+   * instead of a sandbox and an interpreter started for it. false (or COA_SANDBOX_WARM=0): a fresh
+   * sandbox per run.
+   */
+  warm: z.boolean().default(process.env.COA_SANDBOX_WARM !== "0"),
 });
 export type SandboxOptions = z.input<typeof SandboxOptions>;
 
@@ -179,6 +187,8 @@ export interface SandboxProbe extends BwrapFeatures {
   scope: string[];
   /** Whether a seccomp filter blocks memfd_create, memfd_secret and shmget (x86-64 and arm64 only). */
   seccomp: boolean;
+  /** Whether runs go to warm sandboxes (`SandboxOptions.warm`, "single-process", a test run passed). */
+  warm: boolean;
 }
 
 function findTool(candidates: string[]): string | undefined {
@@ -240,18 +250,25 @@ export function enforcedLimits(
   };
 }
 
-function limitArgs(limits: SandboxLimits, enforced: EnforcedLimits): string[] {
-  return [
-    prlimitPath(),
+/** The rlimits of a run's program, [soft, hard] by resource: prlimit's flags, or a warm sandbox's run. */
+function programRlimits(limits: SandboxLimits, enforced: EnforcedLimits): Record<string, [number, number]> {
+  const both = (n: number): [number, number] => [n, n];
+  return {
     // Soft CPU limit sends SIGXCPU (reported as cpu_limit); the hard limit a second later is SIGKILL.
-    `--cpu=${limits.cpuSeconds}:${limits.cpuSeconds + 1}`,
-    `--as=${enforced.processMemoryBytes}`,
-    `--nproc=${enforced.processes}`,
-    `--fsize=${limits.fileBytes}`,
-    `--nofile=${MAX_OPEN_FILES}`,
-    "--core=0",
-    "--",
-  ];
+    RLIMIT_CPU: [limits.cpuSeconds, limits.cpuSeconds + 1],
+    RLIMIT_AS: both(enforced.processMemoryBytes),
+    RLIMIT_NPROC: both(enforced.processes),
+    RLIMIT_FSIZE: both(limits.fileBytes),
+    RLIMIT_NOFILE: both(MAX_OPEN_FILES),
+    RLIMIT_CORE: both(0),
+  };
+}
+
+function limitArgs(limits: SandboxLimits, enforced: EnforcedLimits): string[] {
+  const flags = Object.entries(programRlimits(limits, enforced)).map(
+    ([name, [soft, hard]]) => `--${name.slice("RLIMIT_".length).toLowerCase()}=${soft}:${hard}`,
+  );
+  return [prlimitPath(), ...flags, "--"];
 }
 
 /** Mounts for the root-level entries that merged-/usr systems make symlinks and others keep as dirs. */
@@ -270,22 +287,49 @@ function rootMounts(): string[] {
 // space (memfd_create, memfd_secret, SysV shmget) and for the x32 ABI, ERRNO(ENOSYS) for a foreign
 // architecture (i386). Without a cgroup, also no new processes: fork and vfork get EPERM, clone gets
 // EPERM unless it makes a thread (CLONE_THREAD), clone3 (whose flags a filter cannot read) gets ENOSYS,
-// on which libc falls back to clone.
+// on which libc falls back to clone; and what would outlive the process in its namespaces, where a
+// warm sandbox's next run could find it (SysV message queues and semaphores, POSIX message queues,
+// keys: msgget, semget, mq_open, add_key, request_key, keyctl) gets EPERM.
 const SECCOMP_ARCH: Partial<
   Record<
     string,
-    { audit: number; memory: number[]; fork: number[]; clone: number; clone3: number; x32: boolean }
+    {
+      audit: number;
+      memory: number[];
+      fork: number[];
+      clone: number;
+      clone3: number;
+      lasting: number[];
+      x32: boolean;
+    }
   >
 > = {
-  x64: { audit: 0xc000003e, memory: [319, 447, 29], fork: [57, 58], clone: 56, clone3: 435, x32: true },
-  arm64: { audit: 0xc00000b7, memory: [279, 447, 194], fork: [], clone: 220, clone3: 435, x32: false },
+  x64: {
+    audit: 0xc000003e,
+    memory: [319, 447, 29],
+    fork: [57, 58],
+    clone: 56,
+    clone3: 435,
+    lasting: [68, 64, 240, 248, 249, 250],
+    x32: true,
+  },
+  arm64: {
+    audit: 0xc00000b7,
+    memory: [279, 447, 194],
+    fork: [],
+    clone: 220,
+    clone3: 435,
+    lasting: [186, 190, 180, 217, 218, 219],
+    x32: false,
+  },
 };
 
 const CLONE_THREAD = 0x00010000;
 
 /**
  * The seccomp program bwrap installs (--seccomp), or null on architectures not listed above.
- * `processes: false` also keeps the program from starting processes (threads stay allowed).
+ * `processes: false` also keeps the program from starting processes (threads stay allowed) and from
+ * making what would outlive it in a warm sandbox.
  */
 export function seccompProgram(
   arch: string = process.arch,
@@ -305,7 +349,7 @@ export function seccompProgram(
   if (spec.x32) jumpIf(JGE, 0x40000000, "eperm");
   for (const nr of spec.memory) jumpIf(JEQ, nr, "eperm");
   if (!opts.processes) {
-    for (const nr of spec.fork) jumpIf(JEQ, nr, "eperm");
+    for (const nr of [...spec.fork, ...spec.lasting]) jumpIf(JEQ, nr, "eperm");
     jumpIf(JEQ, spec.clone3, "enosys");
     jumpIf(JEQ, spec.clone, "clone");
   }
@@ -334,11 +378,24 @@ export function seccompProgram(
 const CODE_FD = 3;
 const SECCOMP_FD = 4;
 
+const ZYGOTE_PATH = fileURLToPath(new URL("./zygote.py", import.meta.url));
+let zygoteSource: string | undefined;
+// /box/main.py in a warm sandbox: a link to the file its resident interpreter writes for each run.
+const WARM_PROGRAM_FILE = "/dev/shm/.coa-program.py";
+/** Longer programs run in a fresh sandbox: a warm one keeps the program in its 1 MiB /dev/shm. */
+const WARM_CODE_BYTES = 256 * 1024;
+/** The resident interpreter's argv[1]: names its process (`ps`, the benchmarks' CPU accounts). */
+export const WARM_SANDBOX_MARK = "coa-warm-sandbox";
+/** Warm sandboxes kept waiting for runs (each ~15 MB: bwrap's two processes and an interpreter). */
+const WARM_IDLE = 8;
+
 function bwrapArgs(
   python: string,
   limits: SandboxLimits,
   probe: BwrapFeatures & { seccomp: boolean },
   enforced: EnforcedLimits,
+  /** Start a warm sandbox's resident interpreter (zygote.py) instead of prlimit and the program. */
+  warm: boolean,
 ): string[] {
   const env = Object.entries(SANDBOX_ENV).flatMap(([k, v]) => ["--setenv", k, v]);
   // The root is bwrap's own tmpfs, sized by the host: it is remounted read-only once everything is in
@@ -356,6 +413,7 @@ function bwrapArgs(
         "/tmp",
       ]
     : ["--dir", "/tmp"];
+  zygoteSource ??= readFileSync(ZYGOTE_PATH, "utf8");
   return [
     "--unshare-all",
     "--unshare-user",
@@ -375,9 +433,9 @@ function bwrapArgs(
     ...scratch,
     "--remount-ro",
     "/dev",
-    "--ro-bind-data",
-    String(CODE_FD),
-    PROGRAM_PATH,
+    ...(warm
+      ? ["--symlink", WARM_PROGRAM_FILE, PROGRAM_PATH]
+      : ["--ro-bind-data", String(CODE_FD), PROGRAM_PATH]),
     "--remount-ro",
     "/",
     "--chdir",
@@ -385,10 +443,9 @@ function bwrapArgs(
     "--clearenv",
     ...env,
     "--",
-    ...limitArgs(limits, enforced),
-    python,
-    ...PYTHON_FLAGS,
-    PROGRAM_PATH,
+    ...(warm
+      ? [python, ...PYTHON_FLAGS, "-c", zygoteSource, WARM_SANDBOX_MARK]
+      : [...limitArgs(limits, enforced), python, ...PYTHON_FLAGS, PROGRAM_PATH]),
   ];
 }
 
@@ -403,13 +460,39 @@ function sandboxCommand(
   probe: SandboxProbe,
 ): { argv: string[] } & Pick<SpawnPlan, "enforced" | "seccomp"> {
   const enforced = enforcedLimits(limits, probe);
-  const argv = [...dropToSandboxUser(), bwrap, ...bwrapArgs(python, limits, probe, enforced)];
+  const argv = [...dropToSandboxUser(), bwrap, ...bwrapArgs(python, limits, probe, enforced, false)];
   const seccomp = probe.seccomp
     ? seccompProgram(process.arch, { processes: probe.memory !== "single-process" })
     : null;
   if (probe.memory !== "cgroup") return { argv, enforced, seccomp };
   // As root the scope is made by root, so the user is dropped inside it.
   return { argv: [...probe.scope, ...scopeProperties(enforced), "--", ...argv], enforced, seccomp };
+}
+
+/**
+ * A warm sandbox for runs of these limits ("single-process" only: its program is one process, so
+ * nothing of it outlives the run but files, which the resident interpreter removes). The sandbox's own
+ * filter lets that interpreter fork; each program gets the run's filter on top, as a fresh sandbox's.
+ */
+function warmSandbox(
+  bwrap: string,
+  python: string,
+  limits: SandboxLimits,
+  probe: SandboxProbe,
+): WarmSandbox & { enforced: EnforcedLimits } {
+  const enforced = enforcedLimits(limits, probe);
+  const rlimits = programRlimits(limits, enforced);
+  // The resident interpreter is one more task of the sandbox's user.
+  rlimits.RLIMIT_NPROC = [enforced.processes + 1, enforced.processes + 1];
+  const filter = (processes: boolean) => seccompProgram(process.arch, { processes }) as Buffer;
+  return {
+    argv: [...dropToSandboxUser(), bwrap, ...bwrapArgs(python, limits, probe, enforced, true)],
+    env: SANDBOX_ENV,
+    inputs: { [SECCOMP_FD]: filter(true) },
+    idle: WARM_IDLE,
+    run: { rlimits, filter: filter(false).toString("hex") },
+    enforced,
+  };
 }
 
 function scopeProperties(enforced: Pick<EnforcedLimits, "memoryBytes" | "processes">): string[] {
@@ -444,11 +527,11 @@ const probes = new Map<string, Promise<SandboxProbe>>();
  * budget was made and its memory.max read back), or rejects with SandboxUnavailableError saying what failed.
  */
 export function probeSandbox(options: SandboxOptions = {}): Promise<SandboxProbe> {
-  const { bwrap, python, cgroup } = SandboxOptions.parse(options);
-  const key = `${bwrap}\0${python}\0${cgroup}`;
+  const { bwrap, python, cgroup, warm } = SandboxOptions.parse(options);
+  const key = `${bwrap}\0${python}\0${cgroup}\0${warm}`;
   let probe = probes.get(key);
   if (!probe) {
-    probe = probeOnce(bwrap, python, cgroup);
+    probe = probeOnce(bwrap, python, cgroup, warm);
     // A failed probe is not remembered: the next run tries again (the failure may have been load).
     probe.catch(() => probes.delete(key));
     probes.set(key, probe);
@@ -490,7 +573,12 @@ async function findScope(): Promise<string[] | null> {
   }
 }
 
-async function probeOnce(bwrap: string, python: string, cgroup: "auto" | "off"): Promise<SandboxProbe> {
+async function probeOnce(
+  bwrap: string,
+  python: string,
+  cgroup: "auto" | "off",
+  warm: boolean,
+): Promise<SandboxProbe> {
   const refuse = (why: string) =>
     new SandboxUnavailableError(
       `Python sandbox unavailable: ${why}. Install bubblewrap (apt-get install bubblewrap) and allow unprivileged ` +
@@ -513,6 +601,7 @@ async function probeOnce(bwrap: string, python: string, cgroup: "auto" | "off"):
     tmpfsSize: versionAtLeast(version, 0, 7),
     disableUserns: versionAtLeast(version, 0, 8),
     seccomp: seccompProgram() !== null,
+    warm: false,
   };
   const limits = SandboxLimits.parse({ wallMs: 10_000 });
   const tryRun = (probe: SandboxProbe) => {
@@ -535,7 +624,10 @@ async function probeOnce(bwrap: string, python: string, cgroup: "auto" | "off"):
   if (run.exitCode !== 0) {
     throw refuse(`a test run of ${python} in bwrap ${version} failed: ${run.stderr.trim() || run.killedBy}`);
   }
-  return plain;
+  if (!warm || plain.memory !== "single-process" || !plain.tmpfsSize) return plain;
+  // A warm sandbox that cannot start (an interpreter without ctypes, say) leaves runs to fresh ones.
+  const warmRun = await runWarm(bwrap, python, limits, plain, { code: "pass" }).catch(() => null);
+  return { ...plain, warm: warmRun?.exitCode === 0 };
 }
 
 let warnedUnsafe = false;
@@ -564,6 +656,14 @@ export async function runPython(req: RunPythonRequest): Promise<PythonRun> {
   const limits = SandboxLimits.parse(req.limits ?? {});
   if (options.unsafeNoSandbox) return runUnsandboxed(options.python, limits, req);
   const probe = await probeSandbox(options);
+  if (probe.warm && Buffer.byteLength(req.code) <= WARM_CODE_BYTES) {
+    try {
+      return await runWarm(options.bwrap, options.python, limits, probe, req);
+    } catch (err) {
+      // The sandbox failed before the program ran (it was killed, or could not start): a fresh one runs it.
+      if ((err as { code?: string }).code !== WARM_SANDBOX_FAILED) throw err;
+    }
+  }
   const { argv, ...plan } = sandboxCommand(options.bwrap, options.python, limits, probe);
   return spawnAndCollect(argv, {
     ...plan,
@@ -573,6 +673,26 @@ export async function runPython(req: RunPythonRequest): Promise<PythonRun> {
     limits,
     signal: req.signal,
     sandboxed: true,
+  });
+}
+
+function runWarm(
+  bwrap: string,
+  python: string,
+  limits: SandboxLimits,
+  probe: SandboxProbe,
+  req: Pick<RunPythonRequest, "code" | "stdin" | "signal">,
+): Promise<PythonRun> {
+  const { enforced, ...sandbox } = warmSandbox(bwrap, python, limits, probe);
+  return spawnAndCollect(sandbox.argv, {
+    launcher: python,
+    code: req.code,
+    stdin: req.stdin,
+    limits,
+    enforced,
+    signal: req.signal,
+    sandboxed: true,
+    sandbox,
   });
 }
 
@@ -615,6 +735,8 @@ interface SpawnPlan {
   /** The seccomp program bwrap reads on fd 4 (sandboxed runs on x86-64 and arm64). */
   seccomp?: Buffer | null;
   cwd?: string;
+  /** Run in this warm sandbox, which reads the program on fd 3 too. */
+  sandbox?: WarmSandbox;
 }
 
 function signalName(n: number): string {
@@ -635,6 +757,7 @@ async function spawnAndCollect(argv: string[], plan: SpawnPlan): Promise<PythonR
     outputBytes: plan.limits.outputBytes,
     wallMs: plan.limits.wallMs,
     signal: plan.signal,
+    sandbox: plan.sandbox,
   });
   const marker = `\n…[output truncated at ${plan.limits.outputBytes} bytes]`;
   const text = (stream: "stdout" | "stderr") =>
