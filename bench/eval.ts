@@ -25,9 +25,10 @@ const TARGET_FACTOR = 5;
 /** The processes of an evaluation: coa itself, the engine, the sandboxes' launcher, the warm sandboxes'
  * resident interpreters, and the rest (the probes coa runs for itself). */
 function kindOf(cmdline: string): string {
+  // First: a warm sandbox's command line holds zygote.py's text, which names the others.
+  if (cmdline.includes(WARM_SANDBOX_MARK)) return "warm";
   if (cmdline.includes("coa_engine")) return "engine";
   if (cmdline.includes("launcher.py")) return "launcher";
-  if (cmdline.includes(WARM_SANDBOX_MARK)) return "warm";
   if (cmdline.includes("src/cli/main.ts")) return "coa";
   return "other";
 }
@@ -81,7 +82,7 @@ export async function run(): Promise<void> {
     const seen: { listenS?: number; cpu?: ReturnType<typeof watchCpu> } = {};
     const r = await runCoa(args(out), {
       onStart: (pid) => {
-        seen.cpu = watchCpu(pid, kindOf, 250); // fewer readings: each costs CPU the evaluation shares
+        seen.cpu = watchCpu(pid, kindOf, 250, ["launcher", "warm"]); // fewer readings: each costs CPU the evaluation shares
       },
       onOutput: (text, seconds) => {
         if (seen.listenS === undefined && text.includes("listening on http")) seen.listenS = seconds;

@@ -58,22 +58,27 @@ async function childrenOf(pid: number): Promise<number[]> {
 /**
  * Samples `root` and its children every `intervalMs` until `stop()`, which resolves with the CPU seconds
  * per kind of process (`kindOf` of its command line, read at each sample: a child read between its fork
- * and its exec still shows its parent's).
+ * and its exec still shows its parent's), and the children of those of the kinds `descendInto` names
+ * (a warm sandbox's interpreter is the launcher's great-grandchild); each reading costs CPU.
  */
 export function watchCpu(
   root: number,
   kindOf: (cmdline: string) => string,
   intervalMs = 100,
+  descendInto: string[] = [],
 ): { stop: () => Promise<CpuByKind> } {
   const hz = clockTicks();
   const last = new Map<number, { kind: string; cpu: number }>();
   const busyAtStart = machineBusy(hz);
   const ownAtStart = process.cpuUsage(); // this process's own reading and waiting count too
   let running = true;
-  const read = async (pid: number) => {
+  const read = async (pid: number): Promise<void> => {
     const cpu = await cpuOf(pid, hz);
     const cmdline = await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "");
-    if (cpu !== null && cmdline) last.set(pid, { kind: kindOf(cmdline.replaceAll("\0", " ")), cpu });
+    if (cpu === null || !cmdline) return;
+    const kind = kindOf(cmdline.replaceAll("\0", " "));
+    last.set(pid, { kind, cpu });
+    if (descendInto.includes(kind)) await Promise.all((await childrenOf(pid)).map(read));
   };
   const loop = (async () => {
     while (running) {
