@@ -10,11 +10,12 @@ Protocol, one JSON object per line each way:
       "outputBytes": n, "wallMs": n}
      starts argv[0] (looked up in PATH) in a new session with `env`, the child's descriptor k (0 for stdin)
      reading inputs[k] and then its end; stdout and stderr are collected.
-  -> {"id": 1, "sandbox": {"argv": [...], "env": {...}, "inputs": {"4": b64}, "idle": n, "run": {...}},
-      "inputs": {"0": b64, "3": b64}, "outputBytes": n, "wallMs": n}
-     runs the program in a warm sandbox (zygote.py) started with `sandbox`'s argv, env and inputs, or in
-     an idle one started alike: the run's descriptors go to the sandbox's resident interpreter with
-     `run`, which forks the program. After a run the sandbox waits for the next (at most `idle` wait);
+  -> {"id": 1, "sandbox": {"key": "1", "start": {"argv": [...], "env": {...}, "inputs": {"4": b64}},
+      "idle": n, "run": {...}}, "inputs": {"0": b64, "3": b64}, "outputBytes": n, "wallMs": n}
+     runs the program in a warm sandbox (zygote.py) started as `start` says (sent with a key's first
+     run only), or in an idle one of the same key: the run's descriptors go to the sandbox's resident
+     interpreter with `run`, which forks the program. After a run the sandbox waits for the next (at
+     most `idle` wait);
      stopping a run ends its sandbox. {"id": 1, "error": ..., "code": "EWARM"} when the sandbox ended
      before it could take the run (the program did not run).
   -> {"id": 1, "kill": true}          ends the run's process group (the caller aborted).
@@ -327,7 +328,8 @@ class Launcher:
     def __init__(self):
         self.selector = selectors.DefaultSelector()
         self.runs = {}
-        self.idle = {}  # warm sandboxes waiting for a run, by how they were started
+        self.idle = {}  # warm sandboxes waiting for a run, by the key of how they were started
+        self.starts = {}  # how the warm sandboxes of each key start
         self.pending = b""
         os.set_blocking(0, False)
         self.selector.register(0, selectors.EVENT_READ, (None, "requests"))
@@ -342,9 +344,11 @@ class Launcher:
 
     def sandbox_for(self, spec, run):
         """An idle warm sandbox started as `spec` asks, else a new one; it is `run`'s until the run ends."""
-        key = json.dumps({k: spec[k] for k in ("argv", "env", "inputs")}, sort_keys=True)
+        key = spec["key"]
+        if "start" in spec:
+            self.starts[key] = spec["start"]
         waiting = self.idle.get(key)
-        sandbox = waiting.pop() if waiting else Sandbox(self, key, spec)
+        sandbox = waiting.pop() if waiting else Sandbox(self, key, self.starts[key])
         sandbox.run, sandbox.idle_cap = run, spec["idle"]
         return sandbox
 
@@ -382,7 +386,7 @@ class Launcher:
                 self.runs[request["id"]] = Run(self, request)
             except OSError as err:
                 code = errno.errorcode.get(err.errno, "EIO")
-                argv = request["sandbox"]["argv"] if "sandbox" in request else request["argv"]
+                argv = self.starts[request["sandbox"]["key"]]["argv"] if "sandbox" in request else request["argv"]
                 self.reply({"id": request["id"], "error": f"spawn {argv[0]} {code}", "code": code})
 
     def finish(self, run):

@@ -150,9 +150,7 @@ describe("launch: programs started by the launcher process", () => {
       "    control.send(json.dumps({'status': 3 << 8, 'retire': False}).encode())",
     ].join("\n");
     const sandbox = (argv: string[], sleep = false): WarmSandbox => ({
-      argv,
-      env,
-      inputs: {},
+      start: { argv, env, inputs: {} },
       idle: 2,
       run: { sleep },
     });

@@ -26,14 +26,13 @@ export interface LaunchRequest {
 }
 
 /**
- * A warm sandbox: started once with `argv`, `env` and `inputs` (as a run is), then kept for further
- * runs asking for the same; its resident interpreter forks each program with `run` (its rlimits and
- * seccomp filter), given the run's descriptors 0-3. At most `idle` of them wait between runs.
+ * A warm sandbox: started once as `start` says (as a run is), then kept for further runs asking for
+ * the same; its resident interpreter forks each program with `run` (its rlimits and seccomp filter),
+ * given the run's descriptors 0-3. At most `idle` of them wait between runs. A launcher is sent each
+ * `start` object once (~10 kB: the interpreter's source is in argv), then only a reference to it.
  */
 export interface WarmSandbox {
-  argv: string[];
-  env: Record<string, string>;
-  inputs: Record<number, string | Buffer>;
+  start: { argv: string[]; env: Record<string, string>; inputs: Record<number, string | Buffer> };
   idle: number;
   run: object;
 }
@@ -64,6 +63,9 @@ class Launcher {
   private readonly waiting = new Map<number, { resolve: (r: Reply) => void; reject: (e: Error) => void }>();
   private nextId = 1;
   private partial = "";
+  /** The warm sandboxes' `start`s sent to this launcher, by the key it knows each by. */
+  private readonly starts = new WeakMap<WarmSandbox["start"], string>();
+  private startsSent = 0;
 
   constructor(
     python: string,
@@ -99,7 +101,7 @@ class Launcher {
       env: req.env,
       cwd: req.cwd ?? "/",
       inputs: base64(req.inputs),
-      ...(req.sandbox && { sandbox: { ...req.sandbox, inputs: base64(req.sandbox.inputs) } }),
+      ...(req.sandbox && { sandbox: this.sandboxRequest(req.sandbox, base64) }),
       outputBytes: req.outputBytes,
       wallMs: req.wallMs,
     });
@@ -107,6 +109,17 @@ class Launcher {
     req.signal?.addEventListener("abort", abort, { once: true });
     if (req.signal?.aborted) abort();
     return reply.finally(() => req.signal?.removeEventListener("abort", abort));
+  }
+
+  private sandboxRequest(
+    { start, idle, run }: WarmSandbox,
+    base64: (inputs: LaunchRequest["inputs"]) => Record<string, string>,
+  ): object {
+    const known = this.starts.get(start);
+    if (known) return { key: known, idle, run };
+    const key = String(++this.startsSent);
+    this.starts.set(start, key);
+    return { key, idle, run, start: { ...start, inputs: base64(start.inputs) } };
   }
 
   private send(message: object): void {
@@ -156,7 +169,7 @@ export async function launch(python: string, req: LaunchRequest): Promise<Launch
   if ("error" in reply) {
     throw Object.assign(new Error(reply.error), {
       code: reply.code,
-      syscall: `spawn ${(req.sandbox ?? req).argv[0]}`,
+      syscall: `spawn ${(req.sandbox?.start ?? req).argv[0]}`,
     });
   }
   const { id: _, stdout, stderr, ...status } = reply;

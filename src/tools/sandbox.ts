@@ -469,30 +469,38 @@ function sandboxCommand(
   return { argv: [...probe.scope, ...scopeProperties(enforced), "--", ...argv], enforced, seccomp };
 }
 
+const warmStarts = new Map<string, WarmSandbox["start"]>();
+
 /**
  * A warm sandbox for runs of these limits ("single-process" only: its program is one process, so
  * nothing of it outlives the run but files, which the resident interpreter removes). The sandbox's own
  * filter lets that interpreter fork; each program gets the run's filter on top, as a fresh sandbox's.
+ * How it starts is made once per choice of what shapes it (the launcher is sent it once, and runs
+ * whose limits differ only in what each run gets share its sandboxes).
  */
 function warmSandbox(
   bwrap: string,
   python: string,
   limits: SandboxLimits,
   probe: SandboxProbe,
-): WarmSandbox & { enforced: EnforcedLimits } {
+): { sandbox: WarmSandbox; enforced: EnforcedLimits } {
   const enforced = enforcedLimits(limits, probe);
+  const filter = (processes: boolean) => seccompProgram(process.arch, { processes }) as Buffer;
+  const key = JSON.stringify([bwrap, python, probe, enforced.tmpBytes, enforced.shmBytes]);
+  let start = warmStarts.get(key);
+  if (!start) {
+    start = {
+      argv: [...dropToSandboxUser(), bwrap, ...bwrapArgs(python, limits, probe, enforced, true)],
+      env: SANDBOX_ENV,
+      inputs: { [SECCOMP_FD]: filter(true) },
+    };
+    warmStarts.set(key, start);
+  }
   const rlimits = programRlimits(limits, enforced);
   // The resident interpreter is one more task of the sandbox's user.
   rlimits.RLIMIT_NPROC = [enforced.processes + 1, enforced.processes + 1];
-  const filter = (processes: boolean) => seccompProgram(process.arch, { processes }) as Buffer;
-  return {
-    argv: [...dropToSandboxUser(), bwrap, ...bwrapArgs(python, limits, probe, enforced, true)],
-    env: SANDBOX_ENV,
-    inputs: { [SECCOMP_FD]: filter(true) },
-    idle: WARM_IDLE,
-    run: { rlimits, filter: filter(false).toString("hex") },
-    enforced,
-  };
+  const run = { rlimits, filter: filter(false).toString("hex") };
+  return { sandbox: { start, idle: WARM_IDLE, run }, enforced };
 }
 
 function scopeProperties(enforced: Pick<EnforcedLimits, "memoryBytes" | "processes">): string[] {
@@ -683,8 +691,8 @@ function runWarm(
   probe: SandboxProbe,
   req: Pick<RunPythonRequest, "code" | "stdin" | "signal">,
 ): Promise<PythonRun> {
-  const { enforced, ...sandbox } = warmSandbox(bwrap, python, limits, probe);
-  return spawnAndCollect(sandbox.argv, {
+  const { sandbox, enforced } = warmSandbox(bwrap, python, limits, probe);
+  return spawnAndCollect(sandbox.start.argv, {
     launcher: python,
     code: req.code,
     stdin: req.stdin,
