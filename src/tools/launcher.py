@@ -11,7 +11,7 @@ Protocol, one JSON object per line each way:
      starts argv[0] (looked up in PATH) in a new session with `env`, the child's descriptor k (0 for stdin)
      reading inputs[k] and then its end; stdout and stderr are collected.
   -> {"id": 1, "sandbox": {"key": "1", "start": {"argv": [...], "env": {...}, "inputs": {"4": b64}},
-      "idle": n, "run": {...}}, "inputs": {"0": b64, "3": b64}, "outputBytes": n, "wallMs": n}
+      "idle": n, "run": "..."}, "inputs": {"0": b64, "3": b64}, "outputBytes": n, "wallMs": n}
      runs the program in a warm sandbox (zygote.py) started as `start` says (sent with a key's first
      run only), or in an idle one of the same key: the run's descriptors go to the sandbox's resident
      interpreter with `run`, which forks the program. After a run the sandbox waits for the next (at
@@ -130,7 +130,7 @@ class Run:
     def dispatch(self):
         """Hands the program's descriptors to its warm sandbox, which forks it."""
         child_ends = self.open_pipes()
-        message = json.dumps(self.request["sandbox"]["run"]).encode()
+        message = self.request["sandbox"]["run"].encode()
         try:
             socket.send_fds(self.sandbox.control, [message], [fd for _, fd in child_ends])
             self.dispatched = True
@@ -273,19 +273,19 @@ class Sandbox:
             message = b""
         if not message:
             return self.gone()
-        reply = json.loads(message)
-        if reply.get("ready"):
+        if message == b"ready":
             self.ready = True
             if self.run is not None:
                 self.run.dispatch()
             return
+        status, retire = map(int, message.split())
         run, self.run = self.run, None
         # Ended already (its run was stopped as the status came), or unable to be as it was: not reused.
-        if reply["retire"] or self.ending:
+        if retire or self.ending:
             self.end()
         else:
             self.launcher.release(self)
-        run.on_status(reply["status"])
+        run.on_status(status)
 
     def on_log(self):
         if self.log_fd is None:  # closed by an earlier event of the same wait

@@ -136,23 +136,23 @@ describe("launch: programs started by the launcher process", () => {
     // A stand-in for zygote.py: answers each run on its stdout descriptor with its own pid and the
     // program's stdin, then reports an exit status of 3 (or sleeps, for the wall limit).
     const resident = [
-      "import json, os, socket, sys, time",
+      "import os, socket, sys, time",
       "control = socket.socket(fileno=5)",
       "print('started', flush=True)",
-      "control.send(b'{\"ready\": true}')",
+      "control.send(b'ready')",
       "while True:",
       "    message, fds, _, _ = socket.recv_fds(control, 65536, 4)",
       "    if not message: sys.exit(0)",
-      "    if json.loads(message)['sleep']: time.sleep(30)",
+      "    if message == b'sleep': time.sleep(30)",
       "    stdin = os.read(fds[0], 100)",
       "    os.write(fds[1], b'%d %s' % (os.getpid(), stdin))",
       "    for fd in fds: os.close(fd)",
-      "    control.send(json.dumps({'status': 3 << 8, 'retire': False}).encode())",
+      "    control.send(b'%d 0' % (3 << 8))",
     ].join("\n");
     const sandbox = (argv: string[], sleep = false): WarmSandbox => ({
       start: { argv, env, inputs: {} },
       idle: 2,
-      run: { sleep },
+      run: sleep ? "sleep" : "run",
     });
     const warmRun = (box: WarmSandbox, more: Partial<LaunchRequest> = {}) =>
       run([], { sandbox: box, inputs: { 0: "in", 3: "program" }, ...more });
@@ -174,7 +174,7 @@ describe("launch: programs started by the launcher process", () => {
       const box = sandbox([python, "-c", resident]);
       const first = (await warmRun(box)).stdout.toString().split(" ")[0];
       // The same sandbox (runs differ only in what its resident does), held by a run that sleeps.
-      const aborted = await warmRun({ ...box, run: { sleep: true } }, { signal: AbortSignal.abort() });
+      const aborted = await warmRun({ ...box, run: "sleep" }, { signal: AbortSignal.abort() });
       expect(aborted.killedBy).toBe("aborted");
       expect((await warmRun(box)).stdout.toString().split(" ")[0]).not.toBe(first);
     });

@@ -34,7 +34,8 @@ export interface LaunchRequest {
 export interface WarmSandbox {
   start: { argv: string[]; env: Record<string, string>; inputs: Record<number, string | Buffer> };
   idle: number;
-  run: object;
+  /** What the resident interpreter is told with the run's descriptors, in its own format. */
+  run: string;
 }
 
 /** The warm sandbox ended before it took the run (bwrap or its interpreter failed): nothing ran. */

@@ -386,8 +386,12 @@ const WARM_PROGRAM_FILE = "/dev/shm/.coa-program.py";
 const WARM_CODE_BYTES = 256 * 1024;
 /** The resident interpreter's argv[1]: names its process (`ps`, the benchmarks' CPU accounts). */
 export const WARM_SANDBOX_MARK = "coa-warm-sandbox";
-/** Warm sandboxes kept waiting for runs (each ~15 MB: bwrap's two processes and an interpreter). */
-const WARM_IDLE = 8;
+/**
+ * Warm sandboxes kept waiting for runs: as many as an evaluation's default episodes in flight, so that
+ * a burst of code runs finds them again (~6 MB of private memory each: the interpreter's 5 MB, bwrap's
+ * two processes; the libraries are shared).
+ */
+const WARM_IDLE = 32;
 
 function bwrapArgs(
   python: string,
@@ -499,7 +503,11 @@ function warmSandbox(
   const rlimits = programRlimits(limits, enforced);
   // The resident interpreter is one more task of the sandbox's user.
   rlimits.RLIMIT_NPROC = [enforced.processes + 1, enforced.processes + 1];
-  const run = { rlimits, filter: filter(false).toString("hex") };
+  // zygote.py's format: one rlimit a line, then the run's filter.
+  const run = [
+    ...Object.entries(rlimits).map(([name, [soft, hard]]) => `${name} ${soft} ${hard}`),
+    `filter ${filter(false).toString("hex")}`,
+  ].join("\n");
   return { sandbox: { start, idle: WARM_IDLE, run }, enforced };
 }
 
