@@ -260,13 +260,14 @@ async function benchSandbox(): Promise<void> {
     stall = Math.max(stall, now - last);
     last = now;
   }, 1);
-  const [, together] = await time(() =>
-    Promise.all(Array.from({ length: 32 }, () => runPython({ code: "print(1)" }))),
-  );
+  const burst = () => Promise.all(Array.from({ length: 32 }, () => runPython({ code: "print(1)" })));
+  // Twice: warm sandboxes start in the first burst and serve the second.
+  const [, together] = await time(burst);
+  const [, again] = await time(burst);
   clearInterval(tick);
   const rss = process.memoryUsage().rss / 2 ** 20;
   console.log(
-    `sandbox 32 print(1) at once: ${ms(together)}; the event loop's longest pause ${ms(stall)} (coa's RSS ${rss.toFixed(0)} MB)`,
+    `sandbox 32 print(1) at once: ${ms(together)}, again ${ms(again)}; the event loop's longest pause ${ms(stall)} (coa's RSS ${rss.toFixed(0)} MB)`,
   );
 }
 
