@@ -56,6 +56,23 @@ def above_stdio(fd):
     return high
 
 
+def spawn(argv, env, child_ends):
+    """Starts argv[0] (looked up in PATH) in a new session, its descriptor k reading from or writing
+    to fd for each (k, fd) of `child_ends`; returns its pid."""
+    return os.posix_spawnp(
+        argv[0],
+        argv,
+        env,
+        file_actions=[(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in child_ends],
+        setsid=True,
+        # Ignored signals survive exec, and Python ignores SIGPIPE and SIGXFSZ: a program would get
+        # EPIPE where it should die, and no signal at its file-size limit. As a fork from Node (libuv)
+        # does, every standard signal starts at its default, none blocked.
+        setsigdef=STANDARD_SIGNALS,
+        setsigmask=(),
+    )
+
+
 class Run:
     def __init__(self, launcher, request):
         self.launcher, self.id = launcher, request["id"]
@@ -77,18 +94,7 @@ class Run:
             # posix_spawn has no working-directory action (before Python 3.13): this process is
             # single-threaded, so it enters the directory itself around the call.
             os.chdir(request.get("cwd", "/"))
-            self.pid = os.posix_spawnp(
-                request["argv"][0],
-                request["argv"],
-                request["env"],
-                file_actions=[(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in child_ends],
-                setsid=True,
-                # Ignored signals survive exec, and Python ignores SIGPIPE and SIGXFSZ: a program would
-                # get EPIPE where it should die, and no signal at its file-size limit. As a fork from
-                # Node (libuv) does, every standard signal starts at its default, none blocked.
-                setsigdef=STANDARD_SIGNALS,
-                setsigmask=(),
-            )
+            self.pid = spawn(request["argv"], request["env"], child_ends)
         except OSError:
             for fd in [*(fd for _, fd in child_ends), *self.readers, *self.writers]:
                 os.close(fd)
@@ -244,15 +250,7 @@ class Sandbox:
         null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         child_ends.append((0, null))
         try:
-            self.pid = os.posix_spawnp(
-                spec["argv"][0],
-                spec["argv"],
-                spec["env"],
-                file_actions=[(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in child_ends],
-                setsid=True,
-                setsigdef=STANDARD_SIGNALS,
-                setsigmask=(),
-            )
+            self.pid = spawn(spec["argv"], spec["env"], child_ends)
         except OSError:
             ours.close()
             os.close(log_r)
