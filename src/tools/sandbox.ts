@@ -378,8 +378,10 @@ export function seccompProgram(
 const CODE_FD = 3;
 const SECCOMP_FD = 4;
 
-const ZYGOTE_PATH = fileURLToPath(new URL("./zygote.py", import.meta.url));
 let zygoteSource: string | undefined;
+/** zygote.py's text, which a warm sandbox's interpreter runs (`-c`: no file of it in the sandbox). */
+const zygote = (): string =>
+  (zygoteSource ??= readFileSync(fileURLToPath(new URL("./zygote.py", import.meta.url)), "utf8"));
 // /box/main.py in a warm sandbox: a link to the file its resident interpreter writes for each run.
 const WARM_PROGRAM_FILE = "/dev/shm/.coa-program.py";
 /** Longer programs run in a fresh sandbox: a warm one keeps the program in its 1 MiB /dev/shm. */
@@ -417,7 +419,6 @@ function bwrapArgs(
         "/tmp",
       ]
     : ["--dir", "/tmp"];
-  zygoteSource ??= readFileSync(ZYGOTE_PATH, "utf8");
   return [
     "--unshare-all",
     "--unshare-user",
@@ -448,7 +449,7 @@ function bwrapArgs(
     ...env,
     "--",
     ...(warm
-      ? [python, ...PYTHON_FLAGS, "-c", zygoteSource, WARM_SANDBOX_MARK]
+      ? [python, ...PYTHON_FLAGS, "-c", zygote(), WARM_SANDBOX_MARK]
       : [...limitArgs(limits, enforced), python, ...PYTHON_FLAGS, PROGRAM_PATH]),
   ];
 }
@@ -538,9 +539,10 @@ function versionAtLeast(version: string, major: number, minor: number): boolean 
 const probes = new Map<string, Promise<SandboxProbe>>();
 
 /**
- * Checks once per (bwrap, python, cgroup) choice that a sandboxed `pass` runs; resolves the bwrap
+ * Checks once per (bwrap, python, cgroup, warm) choice that a sandboxed `pass` runs; resolves the bwrap
  * features and the memory enforcement to use (`memory: "cgroup"` only when a systemd scope with the
- * budget was made and its memory.max read back), or rejects with SandboxUnavailableError saying what failed.
+ * budget was made and its memory.max read back), and whether runs go to warm sandboxes (one ran `pass`
+ * too), or rejects with SandboxUnavailableError saying what failed.
  */
 export function probeSandbox(options: SandboxOptions = {}): Promise<SandboxProbe> {
   const { bwrap, python, cgroup, warm } = SandboxOptions.parse(options);
