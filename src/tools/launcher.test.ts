@@ -144,6 +144,7 @@ describe("launch: programs started by the launcher process", () => {
       "    message, fds, _, _ = socket.recv_fds(control, 65536, 4)",
       "    if not message: sys.exit(0)",
       "    if message == b'sleep': time.sleep(30)",
+      "    if message == b'flood': os.write(fds[1], b'x' * 200)",
       "    stdin = os.read(fds[0], 100)",
       "    os.write(fds[1], b'%d %s' % (os.getpid(), stdin))",
       "    for fd in fds: os.close(fd)",
@@ -177,6 +178,16 @@ describe("launch: programs started by the launcher process", () => {
       const aborted = await warmRun({ ...box, run: "sleep" }, { signal: AbortSignal.abort() });
       expect(aborted.killedBy).toBe("aborted");
       expect((await warmRun(box)).stdout.toString().split(" ")[0]).not.toBe(first);
+    });
+
+    it("never hand the next run a sandbox ended under a run that passed its output limit", async () => {
+      // The output past the limit ends the run's sandbox whether its status came first or not.
+      const box = sandbox([python, "-c", resident]);
+      for (let i = 0; i < 30; i++) {
+        const flooded = await warmRun({ ...box, run: "flood" }, { outputBytes: 100 });
+        expect(flooded.killedBy).toBe("output_limit");
+        expect(await warmRun(box)).toMatchObject({ exitCode: 3, killedBy: null });
+      }
     });
 
     it("reject a run whose sandbox ended before taking it, with what the sandbox printed", async () => {
