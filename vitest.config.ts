@@ -7,5 +7,6 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Engine tests spawn PyTorch workers; two cores cannot feed many at once.
     maxWorkers: 2,
+    globalSetup: ["vitest.temp-dir.ts"],
   },
 });
