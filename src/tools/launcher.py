@@ -29,6 +29,7 @@ When its own stdin closes (coa exited), it kills every run still going and exits
 """
 
 import base64
+import collections
 import errno
 import fcntl
 import json
@@ -47,6 +48,9 @@ POLL_SECONDS = 0.01
 CONTROL_FD = 5
 # Kept of what a warm sandbox printed (bwrap's or the interpreter's errors), for a run it fails.
 SANDBOX_LOG_BYTES = 65536
+# Warm sandboxes starting at once, per start key: a burst of runs waits for these (and for sandboxes
+# its runs free) instead of starting one each, which took longer than fresh sandboxes and starved coa.
+START_AT_ONCE = max(2, len(os.sched_getaffinity(0)))
 
 
 def above_stdio(fd):
@@ -85,10 +89,7 @@ class Run:
         self.pid = self.pidfd = self.sandbox = None
         self.dispatched = False
         if "sandbox" in request:
-            self.sandbox = launcher.sandbox_for(request["sandbox"], self)
-            if self.sandbox.ready:
-                self.dispatch()
-            return
+            return  # the launcher hands it a warm sandbox (`enqueue`)
         child_ends = self.open_pipes()
         try:
             # posix_spawn has no working-directory action (before Python 3.13): this process is
@@ -134,7 +135,9 @@ class Run:
             sel.register(fd, selectors.EVENT_WRITE, (self, "write"))
 
     def dispatch(self):
-        """Hands the program's descriptors to its warm sandbox, which forks it."""
+        """Hands the program's descriptors to its warm sandbox, which forks it. The wall limit counts
+        from here: the wait for a sandbox (itself bounded by the limit) is not the program's time."""
+        self.deadline = time.monotonic() + self.request["wallMs"] / 1000
         child_ends = self.open_pipes()
         message = self.request["sandbox"]["run"].encode()
         try:
@@ -157,14 +160,16 @@ class Run:
         if self.dispatched or self.killed_by is not None:
             self.status = status
             return self.finish_if_done()
-        del self.launcher.runs[self.id]
-        why = log.decode(errors="replace").strip() or f"wait status {status}"
-        self.launcher.reply({"id": self.id, "error": f"the warm sandbox ended before the run: {why}", "code": "EWARM"})
+        self.launcher.fail_warm(self, status, log)
 
     def stop(self, why):
         if self.killed_by is None:
             self.killed_by = why
-        if self.sandbox is not None:
+        if "sandbox" in self.request:
+            if self.sandbox is None:  # still waiting for one
+                self.launcher.dequeue(self)
+                self.status = signal.SIGKILL  # the wait status of a process killed so
+                return self.finish_if_done()
             # Once the program's status came, its sandbox may serve another run already.
             if self.sandbox.run is self:
                 self.sandbox.end()
@@ -273,8 +278,7 @@ class Sandbox:
             return self.gone()
         if message == b"ready":
             self.ready = True
-            if self.run is not None:
-                self.run.dispatch()
+            self.launcher.started(self)
             return
         status, retire = map(int, message.split())
         run, self.run = self.run, None
@@ -299,6 +303,10 @@ class Sandbox:
         else:
             self.log += data[: SANDBOX_LOG_BYTES - len(self.log)]
 
+    def take(self, run):
+        self.run, run.sandbox = run, self
+        run.dispatch()
+
     def end(self):
         self.ending = True
         try:
@@ -318,7 +326,9 @@ class Sandbox:
         self.end()
         _, status = os.waitpid(self.pid, 0)
         self.launcher.forget(self)
-        if self.run is not None:
+        if not self.ready:
+            self.launcher.start_failed(self, status, bytes(self.log))
+        elif self.run is not None:
             self.run.on_sandbox_gone(status, bytes(self.log))
 
 
@@ -326,8 +336,9 @@ class Launcher:
     def __init__(self):
         self.selector = selectors.DefaultSelector()
         self.runs = {}
-        self.idle = {}  # warm sandboxes waiting for a run, by the key of how they were started
-        self.starts = {}  # how the warm sandboxes of each key start
+        # Warm sandboxes by the key of how they start: that start, those idle, how many may be, those
+        # starting, and the runs waiting for one.
+        self.starts, self.idle, self.idle_caps, self.starting, self.queued = {}, {}, {}, {}, {}
         self.pending = b""
         os.set_blocking(0, False)
         self.selector.register(0, selectors.EVENT_READ, (None, "requests"))
@@ -340,19 +351,63 @@ class Launcher:
         while view:
             view = view[self.replies.write(view) :]
 
-    def sandbox_for(self, spec, run):
-        """An idle warm sandbox started as `spec` asks, else a new one; it is `run`'s until the run ends."""
+    def enqueue(self, spec, run):
+        """Queues a run for a warm sandbox started as `spec` asks (an idle one, else one started)."""
         key = spec["key"]
         if "start" in spec:
             self.starts[key] = spec["start"]
-        waiting = self.idle.get(key)
-        sandbox = waiting.pop() if waiting else Sandbox(self, key, self.starts[key])
-        sandbox.run, sandbox.idle_cap = run, spec["idle"]
-        return sandbox
+        self.idle_caps[key] = spec["idle"]
+        self.queued.setdefault(key, collections.deque()).append(run)
+        self.pump(key)
+
+    def dequeue(self, run):
+        self.queued[run.request["sandbox"]["key"]].remove(run)
+
+    def pump(self, key):
+        """Hands waiting runs to idle sandboxes; starts sandboxes for the others, START_AT_ONCE at most."""
+        queue, idle = self.queued.get(key, ()), self.idle.setdefault(key, [])
+        while queue and idle:
+            idle.pop().take(queue.popleft())
+        while queue and self.starting.get(key, 0) < min(START_AT_ONCE, len(queue)):
+            try:
+                Sandbox(self, key, self.starts[key])
+            except OSError as err:
+                code = errno.errorcode.get(err.errno, "EIO")
+                self.fail(queue.popleft(), f"spawn {self.starts[key]['argv'][0]} {code}", code)
+                continue
+            self.starting[key] = self.starting.get(key, 0) + 1
+
+    def started(self, sandbox):
+        """A sandbox is ready: it takes a waiting run, and while runs still wait, another starts (a burst
+        of long programs must not wait for each other's ends)."""
+        self.starting[sandbox.key] -= 1
+        self.release(sandbox)
+        self.pump(sandbox.key)
+
+    def start_failed(self, sandbox, status, log):
+        """A sandbox ended before it was ready: the first waiting run is answered EWARM (its caller runs
+        it elsewhere), so that a start that cannot work does not hold the others forever."""
+        self.starting[sandbox.key] -= 1
+        queue = self.queued.get(sandbox.key)
+        if queue:
+            self.fail_warm(queue.popleft(), status, log)
+        self.pump(sandbox.key)
+
+    def fail(self, run, error, code):
+        del self.runs[run.id]
+        self.reply({"id": run.id, "error": error, "code": code})
+
+    def fail_warm(self, run, status, log):
+        """EWARM: the run's sandbox ended before the program ran, with what the sandbox printed."""
+        why = log.decode(errors="replace").strip() or f"wait status {status}"
+        self.fail(run, f"the warm sandbox ended before the run: {why}", "EWARM")
 
     def release(self, sandbox):
+        queue = self.queued.get(sandbox.key)
         waiting = self.idle.setdefault(sandbox.key, [])
-        if len(waiting) < sandbox.idle_cap:
+        if queue:
+            sandbox.take(queue.popleft())
+        elif len(waiting) < self.idle_caps[sandbox.key]:
             waiting.append(sandbox)
         else:
             sandbox.end()
@@ -365,7 +420,7 @@ class Launcher:
     def on_requests(self):
         data = os.read(0, CHUNK)
         if not data:
-            for run in self.runs.values():
+            for run in list(self.runs.values()):
                 run.stop("aborted")
             for waiting in self.idle.values():
                 for sandbox in waiting:
@@ -381,11 +436,13 @@ class Launcher:
                     run.stop("aborted")
                 continue
             try:
-                self.runs[request["id"]] = Run(self, request)
+                run = self.runs[request["id"]] = Run(self, request)
             except OSError as err:
                 code = errno.errorcode.get(err.errno, "EIO")
-                argv = self.starts[request["sandbox"]["key"]]["argv"] if "sandbox" in request else request["argv"]
-                self.reply({"id": request["id"], "error": f"spawn {argv[0]} {code}", "code": code})
+                self.reply({"id": request["id"], "error": f"spawn {request['argv'][0]} {code}", "code": code})
+                continue
+            if "sandbox" in request:
+                self.enqueue(request["sandbox"], run)
 
     def finish(self, run):
         del self.runs[run.id]

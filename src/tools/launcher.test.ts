@@ -145,6 +145,7 @@ describe("launch: programs started by the launcher process", () => {
       "    if not message: sys.exit(0)",
       "    if message == b'sleep': time.sleep(30)",
       "    if message == b'flood': os.write(fds[1], b'x' * 200)",
+      "    if message == b'nap': time.sleep(0.3)",
       "    stdin = os.read(fds[0], 100)",
       "    os.write(fds[1], b'%d %s' % (os.getpid(), stdin))",
       "    for fd in fds: os.close(fd)",
@@ -188,6 +189,20 @@ describe("launch: programs started by the launcher process", () => {
         expect(flooded.killedBy).toBe("output_limit");
         expect(await warmRun(box)).toMatchObject({ exitCode: 3, killedBy: null });
       }
+    });
+
+    it("serve a burst from few sandboxes, each run's wall limit counted from its program's start", async () => {
+      // 16 programs of 0.3 s under a 0.5 s limit: the last wait longer than that for a sandbox.
+      const box = sandbox([python, "-c", resident]);
+      const burst = await Promise.all(
+        Array.from({ length: 16 }, (_, i) =>
+          warmRun({ ...box, run: "nap" }, { wallMs: 500, inputs: { 0: `${i}`, 3: "" } }),
+        ),
+      );
+      expect(burst.map((r) => r.killedBy)).toEqual(Array(16).fill(null));
+      expect(burst.map((r) => r.stdout.toString().split(" ")[1])).toEqual(
+        Array.from({ length: 16 }, (_, i) => `${i}`),
+      );
     });
 
     it("reject a run whose sandbox ended before taking it, with what the sandbox printed", async () => {
