@@ -51,6 +51,9 @@ SANDBOX_LOG_BYTES = 65536
 # Warm sandboxes starting at once, per start key: a burst of runs waits for these (and for sandboxes
 # its runs free) instead of starting one each, which took longer than fresh sandboxes and starved coa.
 START_AT_ONCE = max(2, len(os.sched_getaffinity(0)))
+# A warm sandbox not ready this long after its start is ended (its first waiting run answered EWARM):
+# runs wait for sandboxes without a deadline of their own, so a start that hangs must not hold them.
+START_SECONDS = 30
 
 
 def above_stdio(fd):
@@ -89,6 +92,7 @@ class Run:
         self.pid = self.pidfd = self.sandbox = None
         self.dispatched = False
         if "sandbox" in request:
+            self.deadline = None  # set when a warm sandbox takes it (`dispatch`)
             return  # the launcher hands it a warm sandbox (`enqueue`)
         child_ends = self.open_pipes()
         try:
@@ -136,7 +140,7 @@ class Run:
 
     def dispatch(self):
         """Hands the program's descriptors to its warm sandbox, which forks it. The wall limit counts
-        from here: the wait for a sandbox (itself bounded by the limit) is not the program's time."""
+        from here: the wait for a sandbox is not the program's time."""
         self.deadline = time.monotonic() + self.request["wallMs"] / 1000
         child_ends = self.open_pipes()
         message = self.request["sandbox"]["run"].encode()
@@ -243,6 +247,7 @@ class Sandbox:
     def __init__(self, launcher, key, spec):
         self.launcher, self.key = launcher, key
         self.ready, self.ending, self.run, self.log = False, False, None, bytearray()
+        self.start_deadline = time.monotonic() + START_SECONDS
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         log_r, log_w = os.pipe()
         log_w = above_stdio(log_w)
@@ -268,6 +273,7 @@ class Sandbox:
         os.set_blocking(log_r, False)
         launcher.selector.register(ours, selectors.EVENT_READ, (self, "control"))
         launcher.selector.register(log_r, selectors.EVENT_READ, (self, "log"))
+        launcher.unready.add(self)
 
     def on_control(self):
         try:
@@ -339,6 +345,7 @@ class Launcher:
         # Warm sandboxes by the key of how they start: that start, those idle, how many may be, those
         # starting, and the runs waiting for one.
         self.starts, self.idle, self.idle_caps, self.starting, self.queued = {}, {}, {}, {}, {}
+        self.unready = set()  # warm sandboxes started and not ready yet
         self.pending = b""
         os.set_blocking(0, False)
         self.selector.register(0, selectors.EVENT_READ, (None, "requests"))
@@ -380,6 +387,7 @@ class Launcher:
     def started(self, sandbox):
         """A sandbox is ready: it takes a waiting run, and while runs still wait, another starts (a burst
         of long programs must not wait for each other's ends)."""
+        self.unready.discard(sandbox)
         self.starting[sandbox.key] -= 1
         self.release(sandbox)
         self.pump(sandbox.key)
@@ -387,6 +395,7 @@ class Launcher:
     def start_failed(self, sandbox, status, log):
         """A sandbox ended before it was ready: the first waiting run is answered EWARM (its caller runs
         it elsewhere), so that a start that cannot work does not hold the others forever."""
+        self.unready.discard(sandbox)
         self.starting[sandbox.key] -= 1
         queue = self.queued.get(sandbox.key)
         if queue:
@@ -463,9 +472,12 @@ class Launcher:
         while True:
             now = time.monotonic()
             for run in list(self.runs.values()):
-                if run.killed_by is None and now >= run.deadline:
+                if run.killed_by is None and run.deadline is not None and now >= run.deadline:
                     run.stop("wall_timeout")
-            waiting = [r.deadline - now for r in self.runs.values() if r.killed_by is None]
+            for sandbox in [b for b in self.unready if not b.ending and now >= b.start_deadline]:
+                sandbox.end()
+            waiting = [r.deadline - now for r in self.runs.values() if r.killed_by is None and r.deadline is not None]
+            waiting += [b.start_deadline - now for b in self.unready if not b.ending]
             polled = any(r.pid is not None and r.pidfd is None and r.status is None for r in self.runs.values())
             timeout = min([max(0.0, w) for w in waiting] + ([POLL_SECONDS] if polled else []), default=None)
             for key, _ in self.selector.select(timeout):
