@@ -63,6 +63,12 @@ def above_stdio(fd):
     return high
 
 
+def spawn_error(argv, err):
+    """What a failed start is answered: the message and the errno's name."""
+    code = errno.errorcode.get(err.errno, "EIO")
+    return f"spawn {argv[0]} {code}", code
+
+
 def spawn(argv, env, child_ends):
     """Starts argv[0] (looked up in PATH) in a new session, its descriptor k reading from or writing
     to fd for each (k, fd) of `child_ends`; returns its pid."""
@@ -85,15 +91,15 @@ class Run:
         self.launcher, self.id = launcher, request["id"]
         self.request = request
         self.limit = request["outputBytes"]
-        self.deadline = time.monotonic() + request["wallMs"] / 1000
         self.out = {"stdout": [], "stderr": []}
         self.kept, self.truncated, self.killed_by, self.status = 0, None, None, None
         self.readers, self.writers = {}, {}
         self.pid = self.pidfd = self.sandbox = None
         self.dispatched = False
         if "sandbox" in request:
-            self.deadline = None  # set when a warm sandbox takes it (`dispatch`)
-            return  # the launcher hands it a warm sandbox (`enqueue`)
+            self.deadline = None  # the wait for a warm sandbox (`enqueue`) is not the program's time
+            return
+        self.start_clock()
         child_ends = self.open_pipes()
         try:
             # posix_spawn has no working-directory action (before Python 3.13): this process is
@@ -115,6 +121,9 @@ class Run:
         self.watch()
         if self.pidfd is not None:
             self.launcher.selector.register(self.pidfd, selectors.EVENT_READ, (self, "exit"))
+
+    def start_clock(self):
+        self.deadline = time.monotonic() + self.request["wallMs"] / 1000
 
     def open_pipes(self):
         """The program's stdout, stderr and inputs as pipes: [(its descriptor, its end)], ours kept."""
@@ -139,9 +148,9 @@ class Run:
             sel.register(fd, selectors.EVENT_WRITE, (self, "write"))
 
     def dispatch(self):
-        """Hands the program's descriptors to its warm sandbox, which forks it. The wall limit counts
-        from here: the wait for a sandbox is not the program's time."""
-        self.deadline = time.monotonic() + self.request["wallMs"] / 1000
+        """Hands the program's descriptors to its warm sandbox, which forks it; the wall limit counts
+        from here."""
+        self.start_clock()
         child_ends = self.open_pipes()
         message = self.request["sandbox"]["run"].encode()
         try:
@@ -160,7 +169,8 @@ class Run:
         self.finish_if_done()
 
     def on_sandbox_gone(self, status, log):
-        """Its sandbox ended: stopped with this run, taken down by the program, or unable to start."""
+        """Its sandbox ended: stopped with this run, taken down by the program, or ending as it was
+        handed the run (nothing ran: EWARM)."""
         if self.dispatched or self.killed_by is not None:
             self.status = status
             return self.finish_if_done()
@@ -342,9 +352,9 @@ class Launcher:
     def __init__(self):
         self.selector = selectors.DefaultSelector()
         self.runs = {}
-        # Warm sandboxes by the key of how they start: that start, those idle, how many may be, those
-        # starting, and the runs waiting for one.
-        self.starts, self.idle, self.idle_caps, self.starting, self.queued = {}, {}, {}, {}, {}
+        # Warm sandboxes by the key of how they start: that start, those idle, how many may be, and the
+        # runs waiting for one.
+        self.starts, self.idle, self.idle_caps, self.queued = {}, {}, {}, {}
         self.unready = set()  # warm sandboxes started and not ready yet
         self.pending = b""
         os.set_blocking(0, False)
@@ -375,20 +385,19 @@ class Launcher:
         queue, idle = self.queued.get(key, ()), self.idle.setdefault(key, [])
         while queue and idle:
             idle.pop().take(queue.popleft())
-        while queue and self.starting.get(key, 0) < min(START_AT_ONCE, len(queue)):
+        while queue and self.starting(key) < min(START_AT_ONCE, len(queue)):
             try:
                 Sandbox(self, key, self.starts[key])
             except OSError as err:
-                code = errno.errorcode.get(err.errno, "EIO")
-                self.fail(queue.popleft(), f"spawn {self.starts[key]['argv'][0]} {code}", code)
-                continue
-            self.starting[key] = self.starting.get(key, 0) + 1
+                self.fail(queue.popleft(), *spawn_error(self.starts[key]["argv"], err))
+
+    def starting(self, key):
+        return sum(sandbox.key == key for sandbox in self.unready)
 
     def started(self, sandbox):
         """A sandbox is ready: it takes a waiting run, and while runs still wait, another starts (a burst
         of long programs must not wait for each other's ends)."""
         self.unready.discard(sandbox)
-        self.starting[sandbox.key] -= 1
         self.release(sandbox)
         self.pump(sandbox.key)
 
@@ -396,7 +405,6 @@ class Launcher:
         """A sandbox ended before it was ready: the first waiting run is answered EWARM (its caller runs
         it elsewhere), so that a start that cannot work does not hold the others forever."""
         self.unready.discard(sandbox)
-        self.starting[sandbox.key] -= 1
         queue = self.queued.get(sandbox.key)
         if queue:
             self.fail_warm(queue.popleft(), status, log)
@@ -447,8 +455,8 @@ class Launcher:
             try:
                 run = self.runs[request["id"]] = Run(self, request)
             except OSError as err:
-                code = errno.errorcode.get(err.errno, "EIO")
-                self.reply({"id": request["id"], "error": f"spawn {request['argv'][0]} {code}", "code": code})
+                error, code = spawn_error(request["argv"], err)
+                self.reply({"id": request["id"], "error": error, "code": code})
                 continue
             if "sandbox" in request:
                 self.enqueue(request["sandbox"], run)

@@ -57,6 +57,10 @@ type Reply =
   | ({ id: number; stdout: string; stderr: string } & Omit<Launched, "stdout" | "stderr">)
   | { id: number; error: string; code: string };
 
+/** Descriptors' inputs as launcher.py reads them. */
+const base64Inputs = (inputs: LaunchRequest["inputs"]): Record<string, string> =>
+  Object.fromEntries(Object.entries(inputs).map(([fd, data]) => [fd, Buffer.from(data).toString("base64")]));
+
 const SCRIPT = fileURLToPath(new URL("./launcher.py", import.meta.url));
 
 class Launcher {
@@ -90,10 +94,6 @@ class Launcher {
 
   run(req: LaunchRequest): Promise<Reply> {
     const id = this.nextId++;
-    const base64 = (inputs: LaunchRequest["inputs"]) =>
-      Object.fromEntries(
-        Object.entries(inputs).map(([fd, data]) => [fd, Buffer.from(data).toString("base64")]),
-      );
     const reply = new Promise<Reply>((resolve, reject) => this.waiting.set(id, { resolve, reject }));
     this.hold(true);
     this.send({
@@ -101,8 +101,8 @@ class Launcher {
       argv: req.argv,
       env: req.env,
       cwd: req.cwd ?? "/",
-      inputs: base64(req.inputs),
-      ...(req.sandbox && { sandbox: this.sandboxRequest(req.sandbox, base64) }),
+      inputs: base64Inputs(req.inputs),
+      ...(req.sandbox && { sandbox: this.sandboxRequest(req.sandbox) }),
       outputBytes: req.outputBytes,
       wallMs: req.wallMs,
     });
@@ -112,15 +112,12 @@ class Launcher {
     return reply.finally(() => req.signal?.removeEventListener("abort", abort));
   }
 
-  private sandboxRequest(
-    { start, idle, run }: WarmSandbox,
-    base64: (inputs: LaunchRequest["inputs"]) => Record<string, string>,
-  ): object {
+  private sandboxRequest({ start, idle, run }: WarmSandbox): object {
     const known = this.starts.get(start);
     if (known) return { key: known, idle, run };
     const key = String(++this.startsSent);
     this.starts.set(start, key);
-    return { key, idle, run, start: { ...start, inputs: base64(start.inputs) } };
+    return { key, idle, run, start: { ...start, inputs: base64Inputs(start.inputs) } };
   }
 
   private send(message: object): void {
