@@ -438,6 +438,8 @@ class _Entry:
     keys: list[torch.Tensor]  # per layer, as `KVCache.row` copies them (len(ids) positions)
     values: list[torch.Tensor]
     nbytes: int
+    # The finished row's drafting context, whose index a prompt continuing it takes (`NgramDrafter.continued`).
+    context: RowContext | None = None
 
 
 class PrefixCache:
@@ -487,10 +489,16 @@ class PrefixCache:
         return self._entries[best], reuse
 
     def store(
-        self, ids: list[int], keys: list[torch.Tensor], values: list[torch.Tensor], room: int | None = None
+        self,
+        ids: list[int],
+        keys: list[torch.Tensor],
+        values: list[torch.Tensor],
+        room: int | None = None,
+        context: RowContext | None = None,
     ) -> None:
         """Keeps an entry, evicting the least recently used to stay within `max_bytes` and within
-        `room` (what the running batch leaves of the engine's memory bound), if given."""
+        `room` (what the running batch leaves of the engine's memory bound), if given; `context`: the
+        row's drafting context, for the prompts that continue it."""
         limit = self.max_bytes if room is None else min(self.max_bytes, room)
         nbytes = sum(t.numel() * t.element_size() for t in (*keys, *values))
         if nbytes > limit or len(ids) < self.min_tokens:
@@ -503,7 +511,7 @@ class PrefixCache:
         ]
         for key in extended:
             self._drop(self._entries.pop(key))
-        self._entries[self._next] = _Entry(ids, keys, values, nbytes)
+        self._entries[self._next] = _Entry(ids, keys, values, nbytes, context)
         self._next += 1
         self.bytes += nbytes
         self.tokens += len(ids)
@@ -991,7 +999,7 @@ class Sampler:
             ids = r.prompt + r.ids[:-1]
             assert len(ids) == n, (len(ids), n)
             room = None if self.max_kv_bytes is None else self.max_kv_bytes - self.kv_bytes
-            self.prefix_cache.store(ids, *cache.row(i, n), room)
+            self.prefix_cache.store(ids, *cache.row(i, n), room, r.context)
 
     def _prefill(self, jobs: list[_Job], batch=None, into: list[int] | None = None):
         """Runs each distinct prompt once, in length-sorted chunks, then copies its cache to each of its
@@ -1020,6 +1028,9 @@ class Sampler:
         for prompt, prompt_rows in prompts:
             entry, start = self.prefix_cache.lookup(prompt) if self._caching() else (None, 0)
             capacity = len(prompt) + max(r.max_new for r in prompt_rows)
+            if entry is not None and entry.context is not None and self.drafter is not None:
+                for r in prompt_rows:
+                    r.context = self.drafter.continued(entry.context, prompt, start)
             if rides and len(prompt_rows) == 1:
                 # Its ids join the next step's: one pass over the weights for both, where a prefill or an
                 # extend of its own cost a pass and its ops (~2 ms of a `micro` extend's 7; 32 cold `tiny`

@@ -51,6 +51,27 @@ class NgramDrafterTest(unittest.TestCase):
         self.assertEqual(drafter.propose(RowContext([10]), 5), [])  # the oldest went first
         self.assertEqual(drafter.propose(RowContext([13]), 5), [14])
 
+    def test_a_continued_prompt_takes_the_finished_rows_index(self):
+        """A prompt extending a finished row's ids proposes what indexing it whole proposes, from the
+        row's index (taken: a second prompt continuing the same row indexes its own)."""
+        drafter = NgramDrafter(max_tokens=3, n=2)
+        finished = RowContext([4, 5, 6, 7, 4, 5])
+        self.assertEqual(drafter.propose(finished, 3), [6, 7, 4])
+        finished.ids += [6, 8]
+        prompt = [*finished.ids, 9, 4, 5, 6]
+        taken = drafter.continued(finished, prompt, shared=len(finished.ids))
+        self.assertEqual(taken.indexed, 4)
+        self.assertEqual((finished.starts, finished.indexed), ({}, 0))
+        self.assertEqual(drafter.propose(taken, 3), drafter.propose(RowContext(prompt), 3))
+        self.assertEqual(drafter.propose(taken, 3), [8, 9, 4])
+        again = drafter.continued(finished, prompt, shared=len(finished.ids))
+        self.assertEqual((again.starts, again.indexed), ({}, 0))
+        self.assertEqual(drafter.propose(again, 3), [8, 9, 4])
+        # A prompt that shares fewer ids than the index covers starts from nothing.
+        short = RowContext([4, 5, 6, 7, 4, 5])
+        drafter.propose(short, 3)
+        self.assertEqual(drafter.continued(short, [4, 5, 6, 1, 2], shared=3).indexed, 0)
+
     def test_no_drafts_past_the_limits(self):
         drafter = NgramDrafter(max_tokens=0, n=1)
         self.assertEqual(drafter.propose(RowContext([1, 2, 1]), 5), [])
@@ -143,8 +164,11 @@ class SpeculativeSamplingTest(unittest.TestCase):
         )
         try:
             sampler.generate(PROMPTS[:1], params)
+            (entry,) = sampler.prefix_cache._entries.values()
+            self.assertGreater(entry.context.indexed, 0)
             (warm,) = sampler.generate([turn], params)
             self.assertGreater(sampler.prefix_cache.hits, 0)
+            self.assertEqual(entry.context.indexed, 0)  # its drafting index went to the next turn
         finally:
             sampler.close()
         (cold,), _ = run(model, 0, [turn], params)
