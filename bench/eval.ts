@@ -5,7 +5,8 @@
 // time, the CPU seconds of coa, the engine and the rest of the machine (the sandboxes, mostly:
 // process-cpu.ts), and whether every run produced the same token ids.
 // `COA_BENCH_EVAL_DEMO=runs/demo-quick npm run bench -- eval` (a folder `coa demo --quick` made; about a
-// minute).
+// minute). It runs `bin/coa.js` over the compiled CLI, as an installed coa runs (COA_BENCH_TSX=1: the
+// sources through tsx, ~0.7 s slower here; coa-process.ts).
 
 import { createHash } from "node:crypto";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
@@ -15,7 +16,7 @@ import { ARTIFACTS, readArtifact } from "../src/cli/artifacts.js";
 import { EVAL_TRAJECTORIES_FILE } from "../src/eval/index.js";
 import { WARM_SANDBOX_MARK } from "../src/tools/index.js";
 import { pct } from "../src/util/index.js";
-import { runCoa } from "./coa-process.js";
+import { coaEntry, runCoa } from "./coa-process.js";
 import { type CpuByKind, watchCpu } from "./process-cpu.js";
 
 /** The first measurement's wall time for these 200 episodes (docs/engine.md), and the issue's factor. */
@@ -29,7 +30,7 @@ function kindOf(cmdline: string): string {
   if (cmdline.includes(WARM_SANDBOX_MARK)) return "warm";
   if (cmdline.includes("coa_engine")) return "engine";
   if (cmdline.includes("launcher.py")) return "launcher";
-  if (cmdline.includes("src/cli/main.ts")) return "coa";
+  if (cmdline.includes("bin/coa.js") || cmdline.includes("src/cli/main.ts")) return "coa";
   return "other";
 }
 
@@ -75,7 +76,8 @@ export async function run(): Promise<void> {
     ...["--split", "test", "--limit", "200", "--temperature", "0", "--max-turns", "8"],
     ...["--max-tokens-per-turn", "512", "--search-top-k", "3", "--out", out],
   ];
-  console.log(`command: coa ${args("OUT").join(" ")} (${runs} runs, each into a fresh OUT)`);
+  const entry = coaEntry() === "built" ? "the compiled CLI, as installed" : "the sources through tsx";
+  console.log(`command: coa ${args("OUT").join(" ")} (${runs} runs, each into a fresh OUT; ${entry})`);
   const digests = new Set<string>();
   for (let i = 0; i < runs; i++) {
     const out = await mkdtemp(join(tmpdir(), "coa-bench-eval-"));
