@@ -171,14 +171,19 @@ PAIRS_IDS_BESIDE_AMX = 64
 GROW_POSITIONS = 64
 
 
-def grown_positions(held: int, needed: int, capacity: int) -> int:
+def grown_positions(held: int, needed: int, capacity: int, context: int | None = None) -> int:
     """Positions to allocate when `needed` passes the `held` allocated: `GROW_POSITIONS` beyond it, and
     at least half again what was held, so that a batch whose rows decode from a few hundred positions to
     a few thousand grows a few times rather than every 64 steps (each growth copies every row); the whole
     `capacity` where that would leave less than `GROW_POSITIONS` below it, whose growth would follow
     within as many steps (32 requests of 128 new ids grew 88 -> 153 -> 183 positions, each growth new
-    memory: 30-100 ms of page faults a round on a VM; docs/engine.md)."""
+    memory: 30-100 ms of page faults a round on a VM; docs/engine.md). With `context` (the model's, where
+    a larger allocation costs decode steps no reads: `KVCache.context`), all of it once a growth reaches
+    half of it: rows that join later with longer prompts raise the capacity toward it, and each raise
+    was another growth (an agent evaluation grew 1,194 -> 1,529 -> 2,041 -> 2,048 positions, 0.34 s)."""
     grown = max(needed + GROW_POSITIONS, held + held // 2)
+    if context is not None and 2 * grown >= context:
+        return max(capacity, context)
     return capacity if capacity - grown < GROW_POSITIONS else grown
 
 
@@ -207,6 +212,10 @@ class KVCache:
     def __init__(self, keys: list[torch.Tensor], values: list[torch.Tensor], lens: torch.Tensor, capacity: int):
         self._keys, self._values, self.lens = keys, values, lens
         self.capacity = capacity
+        # The model's context, where decode steps read only each row's own positions (a batch whose rows
+        # the fused kernel attends: `CachedDecoder.empty_batch`): growths may take all of it
+        # (`grown_positions`). None elsewhere: torch's attention reads the whole allocation.
+        self.context: int | None = None
         self._view(int(lens.shape[0]))
 
     def _view(self, rows: int) -> None:
@@ -319,7 +328,9 @@ class KVCache:
         if positions > held:
             # Room to grow into, as `reserve` leaves: rows join with prompts longer than the batch's
             # every few steps, and each growth copies the whole batch.
-            held = grown_positions(held, positions, self.capacity)
+            held = grown_positions(held, positions, self.capacity, self.context)
+            # Past the rows' capacity (toward `context`): counted against the memory bound as theirs.
+            self.capacity = max(self.capacity, held)
         if rows > self.allocated_rows or held > self.positions:
             # Never fewer rows than allocated: a batch that shrank grows back within a few steps, and
             # each growth copies it and touches fresh memory (page faults: 25-200 ms on a VM).

@@ -375,10 +375,14 @@ class CachedDecoder:
     holes = True
 
     def empty_batch(self, capacity: int, holding: int) -> KVCache:
-        """A batch of no rows yet, for a session's first requests to join (`Sampler._session`)."""
-        return KVCache.empty(
+        """A batch of no rows yet, for a session's first requests to join (`Sampler._session`); where its
+        rows are attended alone, its growths may take the model's whole context (`KVCache.context`)."""
+        cache = KVCache.empty(
             self.model.config, 0, capacity, self.cache_dtype, self.model.rope_cos.device, holding=holding
         )
+        if self.attends_rows_alone(cache):
+            cache.context = self.max_seq_len
+        return cache
 
     def begin_session(self) -> tuple:
         """Takes the weights' decode layout for the session's steps and extends and returns their key, which

@@ -146,6 +146,18 @@ class ContinuousBatchingTest(unittest.TestCase):
         self.assertEqual((decoder.widths[5], [rows for rows, _ in decoder.shapes[4:6]]), (len(b_prompt), [1, 2]))
         assert_same(self, b["rows"], solo, 1e-5)
 
+    def test_a_batch_whose_rows_are_attended_alone_grows_to_the_whole_context_past_half_of_it(self):
+        """Rows joining with longer prompts raise a batch's capacity step by step; where steps read only
+        each row's own positions, a growth past half the model's context takes all of it at once."""
+        model = micro_model(max_seq_len=512)
+        batch = CachedDecoder(model, "fp32").empty_batch(300, 40)
+        if attention.attention_kernel() is None:
+            self.assertIsNone(batch.context)  # torch's attention reads every allocated position
+            return
+        self.assertEqual((batch.context, batch.positions), (512, 104))
+        batch.make_room(2, 200, 300)
+        self.assertEqual((batch.positions, batch.capacity), (512, 512))
+
     def test_a_prompt_not_yet_fed_stays_in_the_batch_when_a_row_before_it_finishes(self):
         """C's cold prompt joins at the batch's end in the iteration where A finishes: A's row becomes a
         hole, and C, holding no positions until the next step feeds its prompt, stays in the batch

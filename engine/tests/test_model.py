@@ -300,6 +300,14 @@ class ModelTest(unittest.TestCase):
         self.assertEqual(model_module.grown_positions(1000, 1700, 4000), 1764)
         self.assertEqual(model_module.grown_positions(1000, 1001, 1200), 1200)
         self.assertEqual(KVCache.empty(model.config, 1, 10, torch.float32, holding=4).positions, 10)
+        # With the model's context (a batch its rows attend alone), a growth reaching half of it takes it
+        # all, past the rows' capacity, which then counts what the allocation holds.
+        self.assertEqual(model_module.grown_positions(300, 301, 700, context=1024), 450)
+        self.assertEqual(model_module.grown_positions(400, 401, 700, context=1024), 1024)
+        whole = KVCache.empty(model.config, 1, 600, torch.float32, holding=4)
+        whole.context = 1024
+        whole.reserve(500)
+        self.assertEqual((whole.positions, whole.capacity), (1024, 1024))
 
 
 def bf16_steps(expected: torch.Tensor, dtype: str) -> float:
