@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { engineRoot, findPython, pythonCandidates } from "./engine-python.js";
+import { engineRoot, findPython, pythonCandidates, startWithPython } from "./engine-python.js";
 
 const run = promisify(execFile);
 
@@ -43,6 +43,49 @@ describe("findPython", () => {
       else process.env.PYTHONPATH = before;
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("startWithPython", () => {
+  /** A start that fails where `bad` is the interpreter, logging first, and answers its interpreter. */
+  const fakeStart =
+    (bad: string, tried: string[]) => async (python: string, onLog: (line: string) => void) => {
+      tried.push(python);
+      onLog(`starting ${python}`);
+      if (python === bad) throw new Error(`no torch in ${python}`);
+      return python;
+    };
+
+  it("starts the first candidate without probing, its log once it is ready", async () => {
+    const tried: string[] = [];
+    const logged: string[] = [];
+    // No candidate here has torch: a probe would fail.
+    const started = await startWithPython(["/bin/true", "/nonexistent/python3"], fakeStart("", tried), (l) =>
+      logged.push(l),
+    );
+    expect([started, tried, logged]).toEqual(["/bin/true", ["/bin/true"], ["starting /bin/true"]]);
+  });
+
+  it("tries the interpreter the probe finds when the first fails, without the first's log", async () => {
+    const { python } = await findPython();
+    const tried: string[] = [];
+    const logged: string[] = [];
+    const started = await startWithPython(["/bin/false", python], fakeStart("/bin/false", tried), (l) =>
+      logged.push(l),
+    );
+    expect([started, tried, logged]).toEqual([python, ["/bin/false", python], [`starting ${python}`]]);
+  });
+
+  it("answers the first failure where the probe finds the same interpreter, and the probe's where none", async () => {
+    const { python } = await findPython();
+    const failed = startWithPython([python, "/nonexistent/python3"], fakeStart(python, []), () => {});
+    await expect(failed).rejects.toThrow(`no torch in ${python}`);
+    const none = startWithPython(
+      ["/nonexistent/python3", "/bin/false"],
+      fakeStart("/nonexistent/python3", []),
+      () => {},
+    );
+    await expect(none).rejects.toThrow(/No Python with PyTorch found/);
   });
 });
 

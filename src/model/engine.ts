@@ -18,7 +18,7 @@ import {
   type StepOptions,
 } from "./engine-api.js";
 import { EngineProcess } from "./engine-process.js";
-import { engineRoot, findPython, pythonCandidates } from "./engine-python.js";
+import { engineRoot, pythonCandidates, startWithPython } from "./engine-python.js";
 import { JsonHttp } from "./json-http.js";
 import { OpenAICompatibleClient } from "./openai-client.js";
 import { parseWire } from "./openai-wire.js";
@@ -123,18 +123,20 @@ export class EngineLaunch {
   /** Starts the engine process without waiting for it to listen. */
   static start(source: EngineSource, options: EngineOptions = {}): EngineLaunch {
     const abort = new AbortController();
-    const started = (async () => {
-      const python = options.python ? { python: options.python } : await findPython(pythonCandidates());
-      abort.signal.throwIfAborted();
-      return EngineProcess.start({
-        python: python.python,
+    const log = options.onLog ?? defaultLog;
+    const spawnWith = (python: string, onLog = log) =>
+      EngineProcess.start({
+        python,
         args: engineArgs(source, options),
         root: engineRoot(),
-        onLog: options.onLog ?? defaultLog,
+        onLog,
         startTimeoutMs: options.startTimeoutMs ?? 120_000,
         signal: abort.signal,
       });
-    })();
+    const started = (async () =>
+      options.python
+        ? spawnWith(options.python)
+        : startWithPython(pythonCandidates(), spawnWith, log, abort.signal))();
     return new EngineLaunch(source, options, started, abort);
   }
 
