@@ -374,13 +374,14 @@ class CachedDecoder:
     # row whose count is 0.
     holes = True
 
-    def empty_batch(self, capacity: int, holding: int) -> KVCache:
-        """A batch of no rows yet, for a session's first requests to join (`Sampler._session`); where its
-        rows are attended alone, its growths may take the model's whole context (`KVCache.context`)."""
+    def empty_batch(self, capacity: int, holding: int, whole_context: bool = False) -> KVCache:
+        """A batch of no rows yet, for a session's first requests to join (`Sampler._session`). With
+        `whole_context`, where its rows are attended alone, its growths may take the model's whole
+        context (`KVCache.context`)."""
         cache = KVCache.empty(
             self.model.config, 0, capacity, self.cache_dtype, self.model.rope_cos.device, holding=holding
         )
-        if self.attends_rows_alone(cache):
+        if whole_context and self.attends_rows_alone(cache):
             cache.context = self.max_seq_len
         return cache
 
@@ -865,7 +866,13 @@ class Sampler:
         empty = getattr(self.decoder, "empty_batch", None)
         if empty is None:
             return None
-        cache = empty(max(job.capacity for job in jobs), max(len(p) for job in jobs for p in job.prompts))
+        # The whole context for growths only where the memory bound holds every row at it beside a full
+        # prefix cache: else a batch at the context would leave the prefix cache less room than before.
+        whole = self.max_kv_bytes is None or (
+            self._kv_bytes(self.max_rows, self.decoder.max_seq_len) + self.prefix_cache.max_bytes <= self.max_kv_bytes
+        )
+        capacity, holding = max(job.capacity for job in jobs), max(len(p) for job in jobs for p in job.prompts)
+        cache = empty(capacity, holding, whole_context=whole)
         return cache if self.decoder.prefills_in_steps(cache) else None
 
     @staticmethod

@@ -150,13 +150,26 @@ class ContinuousBatchingTest(unittest.TestCase):
         """Rows joining with longer prompts raise a batch's capacity step by step; where steps read only
         each row's own positions, a growth past half the model's context takes all of it at once."""
         model = micro_model(max_seq_len=512)
-        batch = CachedDecoder(model, "fp32").empty_batch(300, 40)
+        batch = CachedDecoder(model, "fp32").empty_batch(300, 40, whole_context=True)
+        self.assertIsNone(CachedDecoder(model, "fp32").empty_batch(300, 40).context)
         if attention.attention_kernel() is None:
             self.assertIsNone(batch.context)  # torch's attention reads every allocated position
             return
         self.assertEqual((batch.context, batch.positions), (512, 104))
         batch.make_room(2, 200, 300)
         self.assertEqual((batch.positions, batch.capacity), (512, 512))
+        # The sampler asks for it only where every row at the context fits the memory bound beside a
+        # full prefix cache.
+        per_row = 512 * CachedDecoder(model, "fp32").kv_bytes_per_token
+        for bound, whole in ((64 * per_row + (1 << 20), True), (64 * per_row, False)):
+            sampler = Sampler(CachedDecoder(model, "fp32"), TOKENIZER, ModelGate(), max_rows=64,
+                              prefix_cache_bytes=1 << 20, max_kv_bytes=bound)  # fmt: skip
+            try:
+                with mock.patch.object(sampler.decoder, "empty_batch", wraps=sampler.decoder.empty_batch) as made:
+                    sampler.generate([[1, 5, 6]], SamplingParams(max_tokens=2, temperature=0.0))
+                self.assertEqual(made.call_args.kwargs["whole_context"], whole)
+            finally:
+                sampler.close()
 
     def test_a_prompt_not_yet_fed_stays_in_the_batch_when_a_row_before_it_finishes(self):
         """C's cold prompt joins at the batch's end in the iteration where A finishes: A's row becomes a
