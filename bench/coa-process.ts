@@ -60,8 +60,9 @@ function ensureBuilt(): void {
 }
 
 export async function runCoa(args: readonly string[], { onStart, onOutput }: CoaWatch = {}): Promise<CoaRun> {
-  const entry = coaEntry() === "tsx" ? ["--import", "tsx", "src/cli/main.ts"] : ["bin/coa.js"];
-  if (coaEntry() === "built") ensureBuilt();
+  const tsx = coaEntry() === "tsx";
+  if (!tsx) ensureBuilt();
+  const entry = tsx ? ["--import", "tsx", "src/cli/main.ts"] : ["bin/coa.js"];
   const started = performance.now();
   const log: string[] = [];
   const take = (d: Buffer) => {
