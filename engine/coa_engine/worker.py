@@ -83,7 +83,9 @@ class Worker:
         # Chosen on the first model's own projections (`_choose_dtype`), then kept for every later load.
         self.requested_dtype = dtype
         self.dtype_choice: DtypeChoice | None = None
-        self.expected_tags = tags
+        # A checkpoint's tags are checked against these: the protocol's (specials.json, a checked-in
+        # copy of src/protocol's list that a test holds equal) unless the caller names others.
+        self.expected_tags = tags or default_tags()
         self.gate = ModelGate(threads)
         self.generation_threads = generation_threads
         attention.use_threads(threads)  # generation's too: the kernel is bound by memory, not the core
@@ -94,7 +96,7 @@ class Worker:
         if checkpoint_dir:
             self.gate.run(lambda: self._load(checkpoint_dir, max_seq_len))
         else:
-            self.tokenizer = self._fresh_tokenizer(tags or default_tags(), tokenizer_file)
+            self.tokenizer = self._fresh_tokenizer(self.expected_tags, tokenizer_file)
             torch.manual_seed(seed)
             self.preset = preset or "tiny"
             config = preset_config(self.preset, self.tokenizer.vocab_size, max_seq_len)
@@ -238,7 +240,7 @@ class Worker:
                 f"{folder}: a {manifest.get('backend')} checkpoint; this engine serves {self.backend}"
             )
         tags = manifest["tokenizer"]["tags"]
-        if self.expected_tags is not None and tags != self.expected_tags:
+        if tags != self.expected_tags:
             raise ValueError(
                 f"{folder}: the checkpoint's tokenizer tags differ from the protocol's; "
                 "its ids would mean different tokens"

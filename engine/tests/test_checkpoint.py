@@ -92,6 +92,16 @@ class CheckpointTest(unittest.TestCase):
         torch.testing.assert_close(longer.trainer.score([ids]), w.trainer.score([ids]), atol=1e-6, rtol=0)
         self.assertEqual(len(longer.trainer.score([list(range(1, 200))])[0]), 198)
 
+    def test_a_checkpoint_with_other_protocol_tags_is_refused_unless_they_are_named(self):
+        # Without `tags` the engine checks against the protocol's own (specials.json): `coa` no longer
+        # passes them, so that it can start the engine before loading the protocol.
+        w = Worker(preset="micro", dtype="fp32", max_seq_len=64, tags=["<a>", "</a>"])
+        with tempfile.TemporaryDirectory() as d:
+            w.save(d)
+            with self.assertRaisesRegex(ValueError, "tags differ from the protocol's"):
+                Worker(checkpoint_dir=d, dtype="fp32")
+            self.assertEqual(Worker(checkpoint_dir=d, dtype="fp32", tags=["<a>", "</a>"]).preset, "micro")
+
     def test_a_missing_manifest_is_a_clear_error(self):
         with tempfile.TemporaryDirectory() as d:
             with self.assertRaisesRegex(FileNotFoundError, "checkpoint.json"):

@@ -1,9 +1,9 @@
 import { z } from "zod";
+import { ENGINE_PRESETS } from "./engine-launch.js";
 
 // The engine's own endpoints (training, scoring, checkpoints, info), as engine/coa_engine/server.py
 // serves them. Completions, /tokenize and /detokenize follow vLLM and go through OpenAICompatibleClient.
 
-export const ENGINE_PRESETS = ["micro", "tiny", "small"] as const;
 export const EnginePreset = z.enum(ENGINE_PRESETS);
 export type EnginePreset = z.infer<typeof EnginePreset>;
 

@@ -1,9 +1,19 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { z } from "zod";
 
-const Listening = z.object({ event: z.literal("listening"), url: z.string(), port: z.number().int() });
+/** The one line the engine prints on stdout once it listens (engine/coa_engine/__main__.py). Checked
+ * by hand, not with zod: this module starts the engine before `coa` has loaded zod (`./launch/`). */
+interface Listening {
+  event: "listening";
+  url: string;
+  port: number;
+}
+
+function isListening(value: unknown): value is Listening {
+  const v = value as Partial<Listening> | null;
+  return v?.event === "listening" && typeof v.url === "string" && Number.isInteger(v.port);
+}
 
 export interface EngineProcessOptions {
   python: string;
@@ -84,10 +94,10 @@ export class EngineProcess {
       };
       const lines = createInterface({ input: child.stdout });
       lines.on("line", (line) => {
-        const ready = Listening.safeParse(safeJson(line));
-        if (ready.success) {
+        const ready = safeJson(line);
+        if (isListening(ready)) {
           settled();
-          resolve(ready.data.url);
+          resolve(ready.url);
         } else options.onLog(line);
       });
       proc.exited.then(() => {

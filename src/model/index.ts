@@ -3,6 +3,7 @@ export * from "./byte-tokenizer.js";
 export * from "./engine.js";
 export * from "./engine-api.js";
 export * from "./engine-checkpoint.js";
+export * from "./engine-launch.js";
 export { findPython, TORCH_INSTALL_HINT } from "./engine-python.js";
 export * from "./errors.js";
 export * from "./ids.js";

@@ -1,7 +1,7 @@
 import { ByteTokenizer } from "./byte-tokenizer.js";
 import { detectServer } from "./detect.js";
-import { Engine, EngineLaunch, type EngineOptions, type EngineSource } from "./engine.js";
-import { EnginePreset } from "./engine-api.js";
+import { Engine } from "./engine.js";
+import { EngineLaunch, type EngineOptions, parseModelSpec } from "./engine-launch.js";
 import { JsonHttp } from "./json-http.js";
 import type { NativeFamily } from "./native-wire.js";
 import { OpenAICompatibleClient, type OpenAICompatibleOptions, serverRoot } from "./openai-client.js";
@@ -35,26 +35,6 @@ export interface OpenModelOptions {
   launched?: EngineLaunch;
 }
 
-/** What a `--model` value names. */
-export type ModelSpec = { kind: "http"; baseUrl: string } | { kind: "engine"; source: EngineSource };
-
-/**
- * Reads a `--model` value: an http(s) base URL, or the embedded engine as `engine` (the micro
- * preset), `engine:<preset>`, `engine:hf:<hugging-face-model>` or `engine:<checkpoint-dir>`.
- */
-export function parseModelSpec(spec: string): ModelSpec {
-  if (/^https?:\/\//i.test(spec)) return { kind: "http", baseUrl: spec };
-  const engine = /^engine(?::(.+))?$/.exec(spec);
-  if (!engine)
-    throw new Error(
-      `--model must be an http(s) base URL, engine, engine:<preset>, engine:hf:<model> or engine:<checkpoint-dir>; got "${spec}"`,
-    );
-  const target = engine[1] ?? "micro";
-  if (target.startsWith("hf:")) return { kind: "engine", source: { hfModel: target.slice(3) } };
-  const preset = EnginePreset.safeParse(target);
-  return { kind: "engine", source: preset.success ? { preset: preset.data } : { checkpoint: target } };
-}
-
 /** The options an `engine` spec's engine starts with. */
 const engineOptions = (options: OpenModelOptions): EngineOptions => ({
   ...options.engine,
@@ -64,14 +44,18 @@ const engineOptions = (options: OpenModelOptions): EngineOptions => ({
 /**
  * Starts the engine a `--model` value names, without waiting for it, so that its start overlaps the
  * caller's own loading; undefined for a server's URL. Hand it to `openModel` as `launched`, or `cancel`
- * it if that never happens.
+ * it if that never happens. `started`, an engine already launched (`coa` starts one from its raw
+ * arguments), is taken over instead where it is the same process (`EngineLaunch.adopt`).
  */
 export function launchModel(
   spec: string,
   options: Pick<OpenModelOptions, "engine" | "timeoutMs"> = {},
+  started?: EngineLaunch,
 ): EngineLaunch | undefined {
   const parsed = parseModelSpec(spec);
-  return parsed.kind === "engine" ? EngineLaunch.start(parsed.source, engineOptions(options)) : undefined;
+  if (parsed.kind !== "engine") return undefined;
+  const engine = engineOptions(options);
+  return started?.adopt(parsed.source, engine) ?? EngineLaunch.start(parsed.source, engine);
 }
 
 /** Opens the model a `--model` value names; close it when done. */

@@ -7,6 +7,8 @@ interface CommandModule {
   /** The top-level command its module registers. */
   name: string;
   load: () => Promise<{ register: RegisterCommand }>;
+  /** Runs a `--model` through `withLaunchedModel`: `coa` starts that engine before loading the module. */
+  startsEngine?: true;
 }
 
 /** In pipeline order, which is the order `coa --help` lists them. Loaded on demand: importing every
@@ -17,14 +19,14 @@ export const commands: CommandModule[] = [
   { name: "tasks", load: () => import("./tasks.js") },
   { name: "index", load: () => import("./index-corpus.js") },
   { name: "search", load: () => import("./search.js") },
-  { name: "run", load: () => import("./run.js") },
-  { name: "serve", load: () => import("./serve.js") },
+  { name: "run", load: () => import("./run.js"), startsEngine: true },
+  { name: "serve", load: () => import("./serve.js"), startsEngine: true },
   { name: "teach", load: () => import("./teach.js") },
   { name: "team", load: () => import("./team.js") },
   { name: "import", load: () => import("./import.js") },
   { name: "distill", load: () => import("./distill.js") },
   { name: "train", load: () => import("./train.js") },
-  { name: "eval", load: () => import("./eval.js") },
+  { name: "eval", load: () => import("./eval.js"), startsEngine: true },
   { name: "compare-costs", load: () => import("./compare-costs.js") },
   { name: "engine", load: () => import("./engine.js") },
   { name: "validate", load: () => import("./validate.js") },

@@ -1,0 +1,77 @@
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { EngineLaunch } from "../model/index.js";
+import { modelArgument, startEarlyLaunch, stopEarlyLaunch, takeEarlyLaunch } from "./early-launch.js";
+import { withLaunchedModel } from "./launched-model.js";
+
+const run = promisify(execFile);
+
+describe("modelArgument", () => {
+  it.each([
+    [["--tasks", "t.jsonl", "--model", "engine:tiny"], "engine:tiny"],
+    [["--model=engine:runs/sft", "--k", "2"], "engine:runs/sft"],
+    [["--model", "engine:micro", "--model", "http://127.0.0.1:8000/v1"], "http://127.0.0.1:8000/v1"],
+    [["what is 2+2?", "--model", "engine"], "engine"],
+    [["--tasks", "t.jsonl"], undefined],
+    [["--model", "engine:tiny", "--help"], undefined],
+    [["-h", "--model", "engine:tiny"], undefined],
+    [["--", "--model", "engine:tiny"], undefined],
+  ])("reads %j as %s", (args, expected) => {
+    expect(modelArgument(args)).toBe(expected);
+  });
+});
+
+describe("the engine coa starts before its command loads", () => {
+  afterEach(async () => {
+    await stopEarlyLaunch();
+    vi.unstubAllEnvs();
+    vi.restoreAllMocks();
+  });
+
+  // An interpreter that does not exist: the launches fail at once, and no Python runs in these tests.
+  const withoutPython = () => vi.stubEnv("COA_PYTHON", "/nonexistent/python3");
+
+  it("is taken over by the command whose --model names it: one engine, not two", async () => {
+    withoutPython();
+    const start = vi.spyOn(EngineLaunch, "start");
+    startEarlyLaunch(["--tasks", "t.jsonl", "--model", "engine:micro"]);
+    expect(start).toHaveBeenCalledTimes(1);
+    const claimed = await withLaunchedModel("engine:micro", { timeoutMs: 1000 }, async (launched) => {
+      expect(launched?.options.timeoutMs).toBe(1000);
+      return launched!.claim().catch((err: Error) => err.message);
+    });
+    expect(claimed).toMatch(/No Python with PyTorch found; tried \/nonexistent\/python3/);
+    expect(start).toHaveBeenCalledTimes(1);
+    expect(takeEarlyLaunch()).toBeUndefined();
+  });
+
+  it("is stopped where the command launches another, and starts nothing for a server or a malformed --model", async () => {
+    withoutPython();
+    const start = vi.spyOn(EngineLaunch, "start");
+    const cancel = vi.spyOn(EngineLaunch.prototype, "cancel");
+    startEarlyLaunch(["--model", "engine:micro"]);
+    await withLaunchedModel("engine:tiny", {}, async (launched) => {
+      expect(launched?.source).toEqual({ preset: "tiny" });
+    });
+    expect(cancel.mock.contexts.map((launch) => (launch as EngineLaunch).source)).toContainEqual({
+      preset: "micro",
+    });
+    for (const spec of ["http://127.0.0.1:8000/v1", "gpt-4o"]) startEarlyLaunch(["--model", spec]);
+    expect(takeEarlyLaunch()).toBeUndefined();
+    expect(start.mock.calls.map(([source]) => source)).toEqual([{ preset: "micro" }, { preset: "tiny" }]);
+  });
+
+  it("is stopped when the command fails before taking it, so that coa exits", async () => {
+    // Flags that fail their check after the engine started: without the stop, its child process (and
+    // the pipes to it) would keep node running.
+    const main = fileURLToPath(new URL("./main.ts", import.meta.url));
+    const args = ["eval", "--model", "engine:micro", "--tasks", "t.jsonl", "--out", "o", "--k", "0"];
+    const failed = await run(process.execPath, ["--import", "tsx", main, ...args], { timeout: 60_000 }).catch(
+      (err: { code: number; stderr: string; killed: boolean }) => err,
+    );
+    expect(failed).toMatchObject({ code: 1, killed: false });
+    expect((failed as { stderr: string }).stderr).toMatch(/^coa: .*--k/m);
+  }, 90_000);
+});
