@@ -300,6 +300,17 @@ describe("Engine (micro preset)", () => {
       const loaded = await engine.loadCheckpoint(dir);
       expect(loaded.step).toBe(saved.step);
       expect((await engine.complete(req)).choices[0]!.tokenIds).toEqual(before.choices[0]!.tokenIds);
+      // An engine started on it takes the vocabulary from the manifest, read while Python started.
+      const logs: string[] = [];
+      const reopened = await Engine.start(
+        { checkpoint: dir },
+        { ...quiet, logRequests: true, onLog: (l) => logs.push(l) },
+      );
+      await reopened.close();
+      expect(reopened.localTokenizer?.name).toBe(engine.tokenizer);
+      expect(logs.filter((l) => /^GET \//.test(l.replace(/^\[[^\]]*\] /, "")))).toEqual([
+        expect.stringMatching(/GET \/info 200/),
+      ]);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -104,7 +104,9 @@ export async function runEval(
     await saveTokenizerOf(model, path.join(flags.out, TOKENIZER_FILE));
     // The embedded engine's KV reuse across turns over these episodes: prompt tokens it did not
     // compute again (the counters are cumulative; read around the run, as RL reads them per step).
-    const cacheBefore = model instanceof Engine ? prefixCacheCounters(await model.info()) : null;
+    // The engine was opened for this run just above, and its `/info` then is the "before": asking
+    // again would hold the first episode back by a round trip.
+    const cacheBefore = model instanceof Engine ? prefixCacheCounters(model.startInfo) : null;
     const summary = await evaluate({
       model,
       tools,
