@@ -1,4 +1,7 @@
 import { execFile } from "node:child_process";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -63,15 +66,26 @@ describe("the engine coa starts before its command loads", () => {
     expect(start.mock.calls.map(([source]) => source)).toEqual([{ preset: "micro" }, { preset: "tiny" }]);
   });
 
-  it("is stopped when the command fails before taking it, so that coa exits", async () => {
-    // Flags that fail their check after the engine started: without the stop, its child process (and
+  it("starts from coa's arguments before the command's flags are checked, and is stopped when they fail", async () => {
+    // An "interpreter" that records that it was started and never listens: the flags fail their check
+    // before the command could have started an engine itself, and without the stop this child (and
     // the pipes to it) would keep node running.
-    const main = fileURLToPath(new URL("./main.ts", import.meta.url));
-    const args = ["eval", "--model", "engine:micro", "--tasks", "t.jsonl", "--out", "o", "--k", "0"];
-    const failed = await run(process.execPath, ["--import", "tsx", main, ...args], { timeout: 60_000 }).catch(
-      (err: { code: number; stderr: string; killed: boolean }) => err,
-    );
-    expect(failed).toMatchObject({ code: 1, killed: false });
-    expect((failed as { stderr: string }).stderr).toMatch(/^coa: .*--k/m);
+    const dir = await mkdtemp(path.join(tmpdir(), "coa-early-"));
+    try {
+      const started = path.join(dir, "started");
+      const python = path.join(dir, "python");
+      await writeFile(python, `#!/bin/sh\necho "$@" > "${started}"\nexec sleep 60\n`, { mode: 0o755 });
+      const main = fileURLToPath(new URL("./main.ts", import.meta.url));
+      const args = ["eval", "--model", "engine:micro", "--tasks", "t.jsonl", "--out", "o", "--k", "0"];
+      const failed = await run(process.execPath, ["--import", "tsx", main, ...args], {
+        timeout: 60_000,
+        env: { ...process.env, COA_PYTHON: python },
+      }).catch((err: { code: number; stderr: string; killed: boolean }) => err);
+      expect(failed).toMatchObject({ code: 1, killed: false });
+      expect((failed as { stderr: string }).stderr).toMatch(/^coa: .*--k/m);
+      expect(await readFile(started, "utf8")).toMatch(/^-m coa_engine --port 0 --preset micro /);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   }, 90_000);
 });
