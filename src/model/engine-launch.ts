@@ -109,10 +109,12 @@ export class EngineLaunch {
   static start(source: EngineSource, options: EngineOptions = {}): EngineLaunch {
     const abort = new AbortController();
     const log = options.onLog ?? defaultLog;
+    // The command line `adopt` compares is the one spawned.
+    const key = startKey(source, options);
     const spawnWith = (python: string, onLog = log) =>
       EngineProcess.start({
         python,
-        args: engineArgs(source, options),
+        args: key.args,
         root: engineRoot(),
         onLog,
         startTimeoutMs: options.startTimeoutMs ?? 120_000,
@@ -122,7 +124,7 @@ export class EngineLaunch {
       options.python
         ? spawnWith(options.python)
         : startWithPython(pythonCandidates(), spawnWith, log, abort.signal))();
-    return new EngineLaunch(source, options, startKey(source, options), started, abort);
+    return new EngineLaunch(source, options, key, started, abort);
   }
 
   /**
