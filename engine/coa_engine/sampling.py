@@ -127,12 +127,32 @@ class Row:
     pending: list[int] = field(default_factory=list)
     # Its first positions, read from the batch's shared prefix (`SharedPrefix.adopt`; 0: none).
     shared: int = 0
+    # Its generator's numbers drawn ahead in blocks (`uniforms`), and how many of them steps took.
+    drawn: list[float] = field(default_factory=list, repr=False)
+    taken: int = 0
     # The last byte of each stop string: a stop completed by a token's bytes ends in them, so a token
     # without any of these completes none (`_emit` skips the search for most tokens).
     stop_ends: frozenset[int] = field(init=False, repr=False)
 
     def __post_init__(self):
         self.stop_ends = frozenset(s[-1] for s in self.stops)
+
+    def uniforms(self, count: int) -> list[float]:
+        """The next `count` numbers of the row's generator that no step took yet (zeros for a greedy row,
+        which has none); a step takes those it used (`taken`). Drawn `UNIFORM_BLOCK` at a time: a block
+        holds the same numbers, in the same order, as that many draws of one (torch's CPU generator
+        fills a tensor serially), for one call where a call per row and step cost more than the step's
+        sampling arithmetic for 32 rows."""
+        if self.generator is None:
+            return [0.0] * count
+        while len(self.drawn) - self.taken < count:
+            fresh = torch.rand(UNIFORM_BLOCK, generator=self.generator).tolist()
+            self.drawn, self.taken = self.drawn[self.taken :] + fresh, 0
+        return self.drawn[self.taken : self.taken + count]
+
+
+# Numbers a row draws from its generator at once (`Row.uniforms`).
+UNIFORM_BLOCK = 64
 
 
 def row_generator(seed: int | None, index: int) -> torch.Generator:
@@ -1117,12 +1137,10 @@ class Sampler:
         top_p = per_position([r.params.top_p for r in rows])
         # Python floats, not a tensor per row: a greedy row draws nothing, and the per-row tensors and
         # their stack cost more than the draws (the float32 values are the same either way). A row with
-        # a draft draws for every position it may sample, then rewinds past the draws it did not use.
-        draws, states = [], []
+        # a draft reads a number for every position it may sample and takes only those it used.
+        draws = []
         for r, c in zip(rows, counts):
-            g = r.generator
-            states.append(g.get_state() if g is not None and c > 1 else None)
-            draws.extend(float(torch.rand((), generator=g)) if g is not None else 0.0 for _ in range(c))
+            draws += r.uniforms(c)
         tokens, logp = sample(logits, temperature, top_p, draws)
         chosen = logp.gather(1, tokens[:, None])[:, 0].tolist()
         k = max(r.params.top_logprobs for r in rows)
@@ -1131,19 +1149,16 @@ class Sampler:
         top_ids, top_logps = (top.indices.tolist(), top.values.tolist()) if top is not None else ([], [])
         tokens = tokens.tolist()
         at, excess, emitted = 0, [], 0
-        for r, c, state in zip(rows, counts, states):
+        for r, c in zip(rows, counts):
             n, kk = 0, r.params.top_logprobs
             for j in range(at, at + c):
                 self._emit(r, tokens[j], chosen[j], list(zip(top_ids[j][:kk], top_logps[j][:kk])) if kk else None)
                 n += 1
                 if r.finish_reason is not None or n == c or tokens[j] != r.draft[n - 1]:
                     break
+            r.taken += n
             if c > 1:
                 self.accepted_tokens += n - 1
-                if state is not None and n < c:
-                    r.generator.set_state(state)
-                    for _ in range(n):
-                        torch.rand((), generator=r.generator)
             excess.append(max(0, r.fed - n))
             at += c
             emitted += n
