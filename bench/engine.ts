@@ -204,7 +204,7 @@ export async function run(): Promise<void> {
         console.log(
           `engine: torch ${info.torch}, ${info.device}, ${info.dtype}${dtype ? " (pinned by COA_BENCH_ENGINE_DTYPE)" : ""} ` +
             `(start-up test: ${startup.join(", ") || "skipped"}${info.matmul_remembered ? `, remembered from ${info.matmul_measured_at}` : ""}), ${info.threads} threads${info.cpu_quota ? ` (CPU quota ${info.cpu_quota})` : ""}, ` +
-            `malloc ${info.malloc?.tuned ? "tuned" : "glibc defaults"}` +
+            `malloc ${info.malloc?.tuned ? "tuned" : "glibc defaults"}${info.malloc?.hugetlb ? ` (hugetlb ${info.malloc.hugetlb})` : ""}` +
             (info.blas?.openblas_pool
               ? `, OpenBLAS pool beside OpenMP (spin ${info.blas.openmp_spin ?? "default"})`
               : "") +

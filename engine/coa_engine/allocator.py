@@ -59,5 +59,17 @@ def tune_malloc(env: dict[str, str] | None = None) -> dict:
     return _state
 
 
+def huge_pages(env: dict[str, str] | None = None) -> str | None:
+    """glibc's `glibc.malloc.hugetlb` tunable as this process was started with it (coa's launcher sets
+    it to 1, transparent huge pages: src/model/engine-process.ts), or None. glibc reads tunables only at
+    a process's start, so unlike the settings above it cannot be applied here."""
+    env = os.environ if env is None else env
+    for tunable in env.get("GLIBC_TUNABLES", "").split(":"):
+        name, _, value = tunable.partition("=")
+        if name == "glibc.malloc.hugetlb":
+            return value
+    return None
+
+
 def state() -> dict:
-    return dict(_state)
+    return {**_state, "hugetlb": huge_pages()}

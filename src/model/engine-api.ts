@@ -121,8 +121,9 @@ export const EngineInfo = z.object({
   /** CPUs' worth of time a cgroup quota allows the engine (null: none), which bounds the default `threads` (engine/coa_engine/cpus.py). */
   cpu_quota: z.number().nullable().optional(),
   torch: z.string(),
-  /** glibc malloc settings applied at start (engine/coa_engine/allocator.py); absent before them. */
-  malloc: z.object({ tuned: z.boolean() }).passthrough().optional(),
+  /** glibc malloc settings applied at start (engine/coa_engine/allocator.py); absent before them.
+   * `hugetlb`: glibc's `glibc.malloc.hugetlb` tunable the engine started with (coa's launcher sets 1). */
+  malloc: z.object({ tuned: z.boolean(), hugetlb: z.string().nullish() }).passthrough().optional(),
   /** OpenBLAS's own thread pool beside torch's, and libgomp's spin count (engine/coa_engine/blas.py). */
   blas: z.object({ openblas_pool: z.boolean(), openmp_spin: z.string().nullable() }).optional(),
   /** Whether decoding on a CPU (fp32, or bf16 over a bf16 cache) runs the fused attention kernel (engine/coa_engine/attention.c), on how many threads, and if not, why. */

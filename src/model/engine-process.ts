@@ -28,6 +28,25 @@ export interface EngineProcessOptions {
 }
 
 /**
+ * The engine's `GLIBC_TUNABLES`: the environment's, with glibc's malloc asked for transparent huge
+ * pages (`glibc.malloc.hugetlb=1`, glibc 2.35+; others ignore it) unless it names that tunable itself
+ * or `COA_ENGINE_MALLOC=glibc` asks for glibc's defaults. glibc reads tunables only when a process
+ * starts, so the engine cannot set this one itself as it sets its other malloc settings
+ * (engine/coa_engine/allocator.py). A first touch of a 4 KiB page costs a fault, and on this project's
+ * virtual machines the faults of a young engine's growing heap (key-value growths, prefix-cache copies)
+ * cost more than the arithmetic; a huge page faults once per 2 MiB (docs/engine.md, "Huge pages").
+ */
+export function engineGlibcTunables(env: NodeJS.ProcessEnv): string | undefined {
+  const given = env.GLIBC_TUNABLES || undefined;
+  if (
+    env.COA_ENGINE_MALLOC === "glibc" ||
+    given?.split(":").some((t) => t.startsWith("glibc.malloc.hugetlb="))
+  )
+    return given;
+  return [given, "glibc.malloc.hugetlb=1"].filter(Boolean).join(":");
+}
+
+/**
  * One engine child process: started, waited for until it listens, watched, and stopped. It is never
  * restarted: once it dies, `failure` says why and every later use should fail with it. The child
  * also exits by itself when our end of its stdin closes, so even a killed parent leaves no orphan.
@@ -66,10 +85,12 @@ export class EngineProcess {
   }
 
   static async start(options: EngineProcessOptions): Promise<{ process: EngineProcess; url: string }> {
+    const tunables = engineGlibcTunables(process.env);
     const env = {
       ...process.env,
       PYTHONPATH: [options.root, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter),
       PYTHONUNBUFFERED: "1",
+      ...(tunables ? { GLIBC_TUNABLES: tunables } : {}),
     };
     const child = spawn(options.python, ["-m", "coa_engine", ...options.args, "--exit-with-stdin"], {
       env,

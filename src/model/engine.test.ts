@@ -63,6 +63,8 @@ describe("Engine (micro preset)", () => {
     // With glibc (this project's machines), freed tensor memory stays for reuse (allocator.py).
     const report = process.report.getReport() as { header: { glibcVersionRuntime?: string } };
     if (report.header.glibcVersionRuntime) expect(info.malloc?.tuned).toBe(true);
+    // Started with glibc's malloc asked for huge pages (engine-process.ts), unless this environment says.
+    if (!process.env.GLIBC_TUNABLES && !process.env.COA_ENGINE_MALLOC) expect(info.malloc?.hugetlb).toBe("1");
   });
 
   it("counts the tokens it generated, its decode steps and where its busy time went", async () => {
