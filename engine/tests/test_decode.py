@@ -556,6 +556,26 @@ class PrefixCacheTest(unittest.TestCase):
                 self.assertEqual(reuse, min(expected, len(prompt) - 1))
 
 
+    def test_a_stored_turn_replaces_every_entry_it_extends_and_no_other(self):
+        """As comparing the new ids with every entry does: an entry whose ids start the new one's goes,
+        whatever its length against the index's blocks; one differing anywhere stays."""
+        rng = random.Random(1)
+        system = [rng.randrange(3, 200) for _ in range(37)]
+        one = [torch.zeros(1, 1, 1)]
+        cache = PrefixCache(max_bytes=1 << 30, min_tokens=5)
+        kept: list[list[int]] = []
+        for _ in range(300):
+            if kept and rng.random() < 0.6:  # the next turn of an earlier one, or a sibling of it
+                base = rng.choice(kept)
+                ids = base[: rng.randrange(len(system), len(base) + 1)] + [rng.randrange(3, 200) for _ in range(rng.randrange(0, 12))]
+            else:
+                ids = system + [rng.randrange(3, 200) for _ in range(rng.randrange(1, 20))]
+            kept = [e for e in kept if not (len(e) <= len(ids) and ids[: len(e)] == e)] + [ids]
+            cache.store(ids, one, one)
+            self.assertEqual([e.ids for e in cache._entries.values()], kept)
+        self.assertEqual(cache.stats()["entries"], len(kept))
+
+
 class InfoCountsPrefixHitsTest(unittest.TestCase):
     def test_info_reports_hits_and_saved_tokens(self):
         worker = Worker(preset="micro", dtype="fp32", device="cpu", max_seq_len=256)
