@@ -122,7 +122,8 @@ export const EngineInfo = z.object({
   cpu_quota: z.number().nullable().optional(),
   torch: z.string(),
   /** glibc malloc settings applied at start (engine/coa_engine/allocator.py); absent before them.
-   * `hugetlb`: glibc's `glibc.malloc.hugetlb` tunable the engine started with (coa's launcher sets 1). */
+   * `hugetlb`: glibc's `glibc.malloc.hugetlb` tunable as the engine was started with it (coa's launcher
+   * sets 1; glibc before 2.35 ignores it). */
   malloc: z.object({ tuned: z.boolean(), hugetlb: z.string().nullish() }).passthrough().optional(),
   /** OpenBLAS's own thread pool beside torch's, and libgomp's spin count (engine/coa_engine/blas.py). */
   blas: z.object({ openblas_pool: z.boolean(), openmp_spin: z.string().nullable() }).optional(),

@@ -34,7 +34,8 @@ export interface EngineProcessOptions {
  * starts, so the engine cannot set this one itself as it sets its other malloc settings
  * (engine/coa_engine/allocator.py). A first touch of a 4 KiB page costs a fault, and on this project's
  * virtual machines the faults of a young engine's growing heap (key-value growths, prefix-cache copies)
- * cost more than the arithmetic; a huge page faults once per 2 MiB (docs/engine.md, "Huge pages").
+ * cost more than the arithmetic; a huge page faults once per 2 MiB (docs/engine.md, "Huge pages, an
+ * indexed prefix cache, random numbers in blocks").
  */
 export function engineGlibcTunables(env: NodeJS.ProcessEnv): string | undefined {
   const given = env.GLIBC_TUNABLES || undefined;
