@@ -147,7 +147,9 @@ class HugePagesTest(unittest.TestCase):
         plain = run_python(HUGE)["huge_kb"]
         huge = run_python(HUGE, GLIBC_TUNABLES="glibc.malloc.hugetlb=1")["huge_kb"]
         self.assertEqual(plain, 0)
-        self.assertGreaterEqual(huge, 16 << 10)  # most of the 24 MiB written
+        # Here all 24 MiB (24,576 kB); at least one 2 MiB page anywhere (a machine whose memory is too
+        # fragmented to find more falls back to small pages, as the kernel allows).
+        self.assertGreaterEqual(huge, 2 << 10)
 
 
 if __name__ == "__main__":
