@@ -179,7 +179,9 @@ export class EngineProcess {
 
   kill(): void {
     this.ended = true;
-    if (!this.exitMessage) this.child.kill("SIGKILL");
+    // A child whose spawn failed has no pid, and Node's `kill` then signals pid 0: this process's whole
+    // group (a cancelled start of a missing interpreter killed the shell and test runner around coa).
+    if (!this.exitMessage && this.child.pid !== undefined) this.child.kill("SIGKILL");
   }
 }
 
