@@ -40,7 +40,7 @@ describe("EngineProcess", () => {
           'const options = { python: "/nonexistent/python3", args: [], root: ".", onLog() {}, startTimeoutMs: 5000 };',
           "const started = EngineProcess.start({ ...options, signal: abort.signal });",
           "abort.abort();",
-          'console.log(await started.then(() => "started", (err) => `rejected: ${err.message}`));',
+          'console.log(await started.then(() => "started", (err) => "rejected: " + err.message));',
         ].join("\n"),
       );
       const child = spawn(process.execPath, ["--import", "tsx", script], { detached: true });
