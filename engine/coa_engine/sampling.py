@@ -467,7 +467,7 @@ class _Entry:
     context: RowContext | None = None
     # Its ids' whole blocks as `PrefixCache.blocks` names them.
     blocks: list[int] = field(default_factory=list)
-    # When it was stored or last reused (`PrefixCache`'s clock): the least recently used has the smallest.
+    # The tick it was stored or last reused at (`PrefixCache._tick`): the least recently used has the smallest.
     used: int = 0
 
 
@@ -491,7 +491,7 @@ class PrefixCache:
         # block it is.
         self._sharing: dict[int, set[int]] = {}
         self._ending: dict[int, set[int]] = {}
-        self._next = self._clock = 0
+        self._ticks = 0  # `_tick`'s count: an entry's key is the tick it was stored at
         self.weights_key = None
         # Running totals, so that `stats` (read by /info on another thread) never iterates the entries.
         self.bytes = self.tokens = 0
@@ -508,8 +508,8 @@ class PrefixCache:
             self.bytes, self.tokens, self.weights_key = 0, 0, key
 
     def _tick(self) -> int:
-        self._clock += 1
-        return self._clock
+        self._ticks += 1
+        return self._ticks
 
     def blocks(self, ids: list[int]) -> list[int]:
         """A name for each whole block of `ids` and all before it: the k-th names ids[:k * block]
@@ -576,13 +576,12 @@ class PrefixCache:
             e = self._entries[key]
             if len(e.ids) <= len(ids) and ids[len(e.ids) - 1] == e.ids[-1] and ids[: len(e.ids)] == e.ids:
                 self._drop(key)
-        key = self._next
-        self._entries[key] = _Entry(ids, keys, values, nbytes, context, blocks, self._tick())
+        key = self._tick()
+        self._entries[key] = _Entry(ids, keys, values, nbytes, context, blocks, used=key)
         for name in blocks:
             self._sharing.setdefault(name, set()).add(key)
         for name in blocks[-1:]:
             self._ending.setdefault(name, set()).add(key)
-        self._next += 1
         self.bytes += nbytes
         self.tokens += len(ids)
         self.stored += 1
